@@ -1,0 +1,575 @@
+//! The gperftools (libprofiler) binary CPU profile: read and write.
+//!
+//! Follows "Google CPU Profiler Binary Data File Format": a header of
+//! pointer-sized slots (`0, 3, 0, period_us, 0`), records
+//! (`count, n, pc[0..n]`, leaf first), the trailer `0, 1, 0`, then the text
+//! list of mapped objects (`build=` lines and `/proc/self/maps` lines).
+//! Slot width (4 or 8 bytes) and byte order are detected from the header.
+//!
+//! Caller PCs (every PC but the leaf) are return addresses; the reader
+//! stores them minus one so that they symbolize to the call site, and the
+//! writer adds the one back.
+
+use std::io::{self, Write};
+
+use rustc_hash::FxHashMap;
+
+use crate::error::ParseError;
+use crate::model::{cpu_sample_types, LocationId, Mapping, Profile, ProfileBuilder, ValueType};
+
+const FORMAT: &str = "gperftools CPU profile";
+
+/// Slot width of a gperftools profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Width {
+    /// 4-byte slots (32-bit programs).
+    W32,
+    /// 8-byte slots (64-bit programs).
+    W64,
+}
+
+/// Byte order of a gperftools profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Endian {
+    /// Little-endian (x86, x86-64, most ARM).
+    Little,
+    /// Big-endian.
+    Big,
+}
+
+/// How a profile file is laid out, as detected from its header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Slot width.
+    pub width: Width,
+    /// Byte order.
+    pub endian: Endian,
+}
+
+impl Layout {
+    /// The layout of profiles written by this machine.
+    pub fn native() -> Layout {
+        Layout {
+            width: if cfg!(target_pointer_width = "64") {
+                Width::W64
+            } else {
+                Width::W32
+            },
+            endian: if cfg!(target_endian = "little") {
+                Endian::Little
+            } else {
+                Endian::Big
+            },
+        }
+    }
+
+    fn slot_size(self) -> usize {
+        match self.width {
+            Width::W32 => 4,
+            Width::W64 => 8,
+        }
+    }
+
+    #[inline]
+    fn slot(self, data: &[u8], at: usize) -> u64 {
+        match (self.width, self.endian) {
+            (Width::W64, Endian::Little) => u64::from_le_bytes(data[at..at + 8].try_into().unwrap()),
+            (Width::W64, Endian::Big) => u64::from_be_bytes(data[at..at + 8].try_into().unwrap()),
+            (Width::W32, Endian::Little) => {
+                u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as u64
+            }
+            (Width::W32, Endian::Big) => {
+                u32::from_be_bytes(data[at..at + 4].try_into().unwrap()) as u64
+            }
+        }
+    }
+
+    fn put(self, out: &mut Vec<u8>, value: u64) {
+        match (self.width, self.endian) {
+            (Width::W64, Endian::Little) => out.extend_from_slice(&value.to_le_bytes()),
+            (Width::W64, Endian::Big) => out.extend_from_slice(&value.to_be_bytes()),
+            (Width::W32, Endian::Little) => out.extend_from_slice(&(value as u32).to_le_bytes()),
+            (Width::W32, Endian::Big) => out.extend_from_slice(&(value as u32).to_be_bytes()),
+        }
+    }
+}
+
+/// Detects the layout from the first bytes: the header count slot is zero
+/// and the header-words slot is small, which tells the width (the first
+/// eight bytes are all zero only for 64-bit files) and the byte order (which
+/// half of the header-words slot is non-zero).
+pub fn detect(data: &[u8]) -> Option<Layout> {
+    if data.len() >= 16 && data[..8].iter().all(|&b| b == 0) {
+        let lo = &data[8..12];
+        let hi = &data[12..16];
+        let endian = if hi.iter().all(|&b| b == 0) && lo.iter().any(|&b| b != 0) {
+            Endian::Little
+        } else if lo.iter().all(|&b| b == 0) && hi.iter().any(|&b| b != 0) {
+            Endian::Big
+        } else {
+            return None;
+        };
+        let layout = Layout {
+            width: Width::W64,
+            endian,
+        };
+        return (layout.slot(data, 8) < 1 << 16).then_some(layout);
+    }
+    if data.len() >= 8 && data[..4].iter().all(|&b| b == 0) {
+        for endian in [Endian::Little, Endian::Big] {
+            let layout = Layout {
+                width: Width::W32,
+                endian,
+            };
+            if (1..1 << 16).contains(&layout.slot(data, 4)) {
+                return Some(layout);
+            }
+        }
+    }
+    None
+}
+
+/// True when `data` starts like a gperftools CPU profile.
+pub fn sniff(data: &[u8]) -> bool {
+    detect(data).is_some()
+}
+
+/// One record as found in the file, before symbolization.
+struct RawStacks<'a> {
+    /// Distinct stacks, each the bytes of its PC slots, with summed counts.
+    stacks: Vec<(&'a [u8], u64)>,
+}
+
+/// Reads a gperftools CPU profile. Records with identical stacks are
+/// summed; the mapped-object text becomes the mappings.
+pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
+    let layout = detect(data).ok_or_else(|| {
+        let msg = if data.is_empty() {
+            "empty file: expected a gperftools CPU profile header".to_string()
+        } else if data.len() < 16 && data.iter().all(|&b| b == 0) {
+            format!("truncated header: {} bytes, expected at least 20", data.len())
+        } else {
+            "expected a header starting with slots 0 and 3 (header count 0, header words 3)"
+                .to_string()
+        };
+        ParseError::new(FORMAT, 0, msg)
+    })?;
+    let s = layout.slot_size();
+    let err = |slot_offset: usize, msg: String| ParseError::new(FORMAT, slot_offset as u64, msg);
+    let need = |at: usize, what: &str| -> Result<(), ParseError> {
+        if at + s > data.len() {
+            Err(err(
+                data.len(),
+                format!("file ends at byte {}: expected {what}", data.len()),
+            ))
+        } else {
+            Ok(())
+        }
+    };
+
+    // Header: count, words, version, period, padding (and any extra words).
+    need(s, "the header words slot")?;
+    let header_words = layout.slot(data, s);
+    if header_words < 3 {
+        return Err(err(
+            s,
+            format!("header words slot is {header_words}, expected at least 3"),
+        ));
+    }
+    need(2 * s, "the format version slot")?;
+    let version = layout.slot(data, 2 * s);
+    if version != 0 {
+        return Err(err(2 * s, format!("format version {version}, expected 0")));
+    }
+    need(3 * s, "the sampling period slot")?;
+    let period_us = layout.slot(data, 3 * s);
+    if period_us == 0 || period_us > i64::MAX as u64 / 1000 {
+        return Err(err(
+            3 * s,
+            format!("sampling period {period_us} µs, expected a positive number"),
+        ));
+    }
+    let records_start = (2 + header_words as usize) * s;
+    need(records_start - s, "the end of the header")?;
+
+    // Records, until the trailer (0, 1, 0).
+    let mut pos = records_start;
+    let mut index: FxHashMap<&[u8], usize> = FxHashMap::default();
+    let mut raw = RawStacks { stacks: Vec::new() };
+    loop {
+        if pos + s > data.len() {
+            return Err(err(
+                pos,
+                "file ends before the trailer: expected a record or the trailer (0, 1, 0)".into(),
+            ));
+        }
+        let count = layout.slot(data, pos);
+        need(pos + s, "the PC count of a record")?;
+        let n = layout.slot(data, pos + s);
+        if count == 0 && n == 1 {
+            need(pos + 2 * s, "the trailer's 0 PC")?;
+            let pc = layout.slot(data, pos + 2 * s);
+            if pc == 0 {
+                pos += 3 * s;
+                break;
+            }
+        }
+        if n == 0 {
+            return Err(err(
+                pos + s,
+                "record with 0 PCs: expected at least 1 PC".into(),
+            ));
+        }
+        let remaining = (data.len() - pos) / s - 2;
+        if n > remaining as u64 {
+            return Err(err(
+                pos + s,
+                format!("record claims {n} PCs but only {remaining} slots remain in the file"),
+            ));
+        }
+        if count == 0 {
+            return Err(err(pos, "record with sample count 0: expected at least 1".into()));
+        }
+        let pcs = &data[pos + 2 * s..pos + (2 + n as usize) * s];
+        if layout.slot(pcs, 0) == 0 {
+            return Err(err(
+                pos + 2 * s,
+                "record whose leaf PC is 0: expected a code address".into(),
+            ));
+        }
+        match index.get(pcs) {
+            Some(&i) => raw.stacks[i].1 = raw.stacks[i].1.saturating_add(count),
+            None => {
+                index.insert(pcs, raw.stacks.len());
+                raw.stacks.push((pcs, count));
+            }
+        }
+        pos += (2 + n as usize) * s;
+    }
+    drop(index);
+
+    let mut builder = ProfileBuilder::new(cpu_sample_types());
+    builder.profile.mappings = parse_mapped_objects(data, pos)?;
+    builder.profile.sort_mappings();
+    let period_ns = period_us as i64 * 1000;
+    builder.profile.period_type = ValueType::new("cpu", "nanoseconds");
+    builder.profile.period = period_ns;
+    builder.profile.default_sample_type = "samples".into();
+    for (pcs, count) in raw.stacks {
+        let n = pcs.len() / s;
+        let mut locations: Vec<LocationId> = Vec::with_capacity(n);
+        for i in 0..n {
+            let pc = layout.slot(pcs, i * s);
+            let address = if i == 0 { pc } else { pc.wrapping_sub(1) };
+            locations.push(builder.location_at(address));
+        }
+        let count = count.min(i64::MAX as u64) as i64;
+        builder.add_sample(locations, vec![count, count.saturating_mul(period_ns)]);
+    }
+    // Distinct raw stacks stay distinct after the caller adjustment, so
+    // there is nothing left to merge.
+    Ok(builder.profile)
+}
+
+/// Parses the text list of mapped objects that follows the trailer.
+fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, ParseError> {
+    let text = &data[start..];
+    if let Some(bad) = text
+        .iter()
+        .position(|&b| b == 0 || (b < 0x20 && b != b'\n' && b != b'\r' && b != b'\t') || b == 0x7f)
+    {
+        return Err(ParseError::new(
+            FORMAT,
+            (start + bad) as u64,
+            format!(
+                "byte 0x{:02x} in the list of mapped objects: expected text lines",
+                text[bad]
+            ),
+        ));
+    }
+    let text = String::from_utf8_lossy(text);
+    let mut build = String::new();
+    let mut mappings = Vec::new();
+    for line in text.lines() {
+        let line = line.trim_end_matches('\r');
+        let trimmed = line.trim_start();
+        if let Some(path) = trimmed.strip_prefix("build=") {
+            build = path.trim_end().to_string();
+            continue;
+        }
+        if let Some(mut mapping) = parse_maps_line(line) {
+            mapping.path = substitute_build(&mapping.path, &build);
+            mappings.push(mapping);
+        }
+    }
+    Ok(mappings)
+}
+
+/// Parses one `/proc/self/maps` line:
+/// `start-end perms offset dev inode [path]`. Returns None for anything
+/// else (such lines are ignored, as the format asks).
+pub fn parse_maps_line(line: &str) -> Option<Mapping> {
+    let (range, rest) = line.split_once(' ')?;
+    let (start, end) = range.split_once('-')?;
+    let start = u64::from_str_radix(start, 16).ok()?;
+    let limit = u64::from_str_radix(end, 16).ok()?;
+    if limit < start {
+        return None;
+    }
+    let mut fields = rest.trim_start().splitn(4, ' ');
+    let perms = fields.next()?;
+    if perms.len() != 4 || !perms.bytes().all(|b| b"rwxps-".contains(&b)) {
+        return None;
+    }
+    let offset = u64::from_str_radix(fields.next()?, 16).ok()?;
+    let dev = fields.next()?;
+    if !dev.contains(':') {
+        return None;
+    }
+    let rest = fields.next().unwrap_or("").trim_start();
+    let (inode, path) = match rest.split_once(' ') {
+        Some((inode, path)) => (inode, path.trim()),
+        None => (rest, ""),
+    };
+    if !inode.is_empty() && !inode.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let path = path.strip_suffix(" (deleted)").unwrap_or(path);
+    Some(Mapping {
+        start,
+        limit,
+        offset,
+        path: path.to_string(),
+        perms: perms.to_string(),
+        ..Mapping::default()
+    })
+}
+
+/// Replaces `$build` followed by a non-word character (or the end) with the
+/// last `build=` path.
+fn substitute_build(path: &str, build: &str) -> String {
+    if build.is_empty() || !path.contains("$build") {
+        return path.to_string();
+    }
+    let mut out = String::with_capacity(path.len() + build.len());
+    let mut rest = path;
+    while let Some(i) = rest.find("$build") {
+        out.push_str(&rest[..i]);
+        let after = &rest[i + 6..];
+        let word = after
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_');
+        out.push_str(if word { "$build" } else { build });
+        rest = after;
+    }
+    out.push_str(rest);
+    out
+}
+
+/// Writes `profile` as a gperftools CPU profile in `layout`.
+///
+/// The count of a sample is its `samples` value if the profile has one,
+/// else its first value divided by the period. Samples with a count of 0
+/// or less cannot be represented and are skipped; so are empty stacks.
+pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write) -> io::Result<()> {
+    let period_us = period_micros(profile);
+    let mut buf: Vec<u8> = Vec::with_capacity(64 + profile.samples.len() * 16 * layout.slot_size());
+    for slot in [0, 3, 0, period_us, 0] {
+        layout.put(&mut buf, slot);
+    }
+    let count_index = profile.sample_index("samples");
+    let value_index = profile.default_sample_index();
+    for sample in &profile.samples {
+        if sample.locations.is_empty() {
+            continue;
+        }
+        let count = match count_index {
+            Some(i) => sample.values.get(i).copied().unwrap_or(0),
+            None => {
+                let v = sample.values.get(value_index).copied().unwrap_or(0);
+                let unit_period = profile.period.max(1);
+                v / unit_period
+            }
+        };
+        if count <= 0 {
+            continue;
+        }
+        layout.put(&mut buf, count as u64);
+        layout.put(&mut buf, sample.locations.len() as u64);
+        for (i, &loc) in sample.locations.iter().enumerate() {
+            let address = profile.location(loc).address;
+            let pc = if i == 0 { address } else { address.wrapping_add(1) };
+            if pc == 0 && i == 0 {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    "a sample's leaf location has no address; the gperftools format needs one",
+                ));
+            }
+            layout.put(&mut buf, pc);
+        }
+        if buf.len() > 1 << 20 {
+            out.write_all(&buf)?;
+            buf.clear();
+        }
+    }
+    for slot in [0, 1, 0] {
+        layout.put(&mut buf, slot);
+    }
+    out.write_all(&buf)?;
+    let mut text = String::new();
+    for m in &profile.mappings {
+        text.push_str(&format_maps_line(m));
+        text.push('\n');
+    }
+    out.write_all(text.as_bytes())
+}
+
+/// Writes `profile` as a native (64-bit little-endian on x86-64) gperftools
+/// CPU profile.
+pub fn write(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    write_with_layout(profile, Layout::native(), out)
+}
+
+/// The sampling period in microseconds, from the profile's period and its
+/// unit (nanoseconds, microseconds, ...); 10000 (100 Hz) if unknown.
+fn period_micros(profile: &Profile) -> u64 {
+    let p = profile.period.max(0) as u64;
+    let us = match profile.period_type.unit.as_str() {
+        "nanoseconds" => p / 1000,
+        "microseconds" => p,
+        "milliseconds" => p * 1000,
+        "seconds" => p * 1_000_000,
+        _ => 0,
+    };
+    if us == 0 {
+        10_000
+    } else {
+        us
+    }
+}
+
+/// Formats a mapping as a `/proc/self/maps` line.
+pub fn format_maps_line(m: &Mapping) -> String {
+    let perms = if m.perms.len() == 4 { m.perms.as_str() } else { "r-xp" };
+    if m.path.is_empty() {
+        format!("{:08x}-{:08x} {perms} {:08x} 00:00 0", m.start, m.limit, m.offset)
+    } else {
+        format!(
+            "{:08x}-{:08x} {perms} {:08x} 00:00 0          {}",
+            m.start, m.limit, m.offset, m.path
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn slots64(slots: &[u64]) -> Vec<u8> {
+        slots.iter().flat_map(|s| s.to_le_bytes()).collect()
+    }
+
+    #[test]
+    fn reads_the_spec_example_record() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 5, 3, 0xa0000, 0xc0000, 0xe0000, 0, 1, 0]);
+        data.extend_from_slice(b"build=/bin/x\n0000a000-000f0000 r-xp 00000000 03:01 12 $build\n");
+        let p = read(&data).unwrap();
+        assert_eq!(p.samples.len(), 1);
+        assert_eq!(p.samples[0].values, vec![5, 5 * 10_000_000]);
+        let addrs: Vec<u64> = p.samples[0]
+            .locations
+            .iter()
+            .map(|&l| p.location(l).address)
+            .collect();
+        assert_eq!(addrs, vec![0xa0000, 0xbffff, 0xdffff]);
+        assert_eq!(p.mappings.len(), 1);
+        assert_eq!(p.mappings[0].path, "/bin/x");
+        assert_eq!(p.period, 10_000_000);
+    }
+
+    #[test]
+    fn sums_identical_records() {
+        let data = slots64(&[0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0]);
+        let p = read(&data).unwrap();
+        assert_eq!(p.samples.len(), 2);
+        assert_eq!(p.samples[0].values[0], 5);
+        assert_eq!(p.samples[1].values[0], 1);
+    }
+
+    #[test]
+    fn detects_all_four_layouts() {
+        for width in [Width::W32, Width::W64] {
+            for endian in [Endian::Little, Endian::Big] {
+                let layout = Layout { width, endian };
+                let mut buf = Vec::new();
+                for s in [0u64, 3, 0, 10000, 0, 1, 1, 0x1234, 0, 1, 0] {
+                    layout.put(&mut buf, s);
+                }
+                assert_eq!(detect(&buf), Some(layout));
+                let p = read(&buf).unwrap();
+                assert_eq!(p.location(p.samples[0].locations[0]).address, 0x1234);
+            }
+        }
+    }
+
+    #[test]
+    fn build_substitution_needs_a_non_word_character() {
+        assert_eq!(substitute_build("$build/x", "/b"), "/b/x");
+        assert_eq!(substitute_build("$build", "/b"), "/b");
+        assert_eq!(substitute_build("$builder", "/b"), "$builder");
+        assert_eq!(substitute_build("/a/$build.so", "/b"), "/a//b.so");
+    }
+
+    #[test]
+    fn maps_lines_with_and_without_path_and_deleted() {
+        let m = parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
+            .unwrap();
+        assert_eq!((m.start, m.limit, m.offset), (0x40000000, 0x40015000, 0x1000));
+        assert_eq!(m.path, "/lib/ld-2.3.2.so");
+        let m = parse_maps_line("7f00-7f10 rw-p 00000000 00:00 0").unwrap();
+        assert_eq!(m.path, "");
+        let m = parse_maps_line("7f00-7f10 r-xp 00000000 08:01 99 /tmp/a b (deleted)").unwrap();
+        assert_eq!(m.path, "/tmp/a b");
+        assert!(parse_maps_line("hello world").is_none());
+        assert!(parse_maps_line("PROFILE: interrupts/evictions/bytes = 1/2/3").is_none());
+    }
+
+    #[test]
+    fn errors_name_the_offset() {
+        let e = read(&[]).unwrap_err();
+        assert_eq!(e.offset, 0);
+        let data = slots64(&[0, 3, 0, 100, 0, 1, 0, 0, 1, 0]);
+        let e = read(&data).unwrap_err();
+        assert_eq!(e.offset, 48);
+        assert!(e.message.contains("0 PCs"), "{e}");
+        let data = slots64(&[0, 3, 0, 100, 0, 1, 1000, 5]);
+        let e = read(&data).unwrap_err();
+        assert_eq!(e.offset, 48);
+        let data = slots64(&[0, 3, 0, 100, 0, 1, 1, 5]);
+        let e = read(&data).unwrap_err();
+        assert!(e.message.contains("trailer"), "{e}");
+        let data = slots64(&[0, 3, 1, 100, 0]);
+        let e = read(&data).unwrap_err();
+        assert_eq!(e.offset, 16);
+        let data = slots64(&[0, 3, 0, 0, 0]);
+        assert_eq!(read(&data).unwrap_err().offset, 24);
+    }
+
+    #[test]
+    fn garbage_in_the_text_is_an_error() {
+        let mut data = slots64(&[0, 3, 0, 100, 0, 0, 1, 0]);
+        data.extend_from_slice(b"ok line\n\x00\x01\x02");
+        let e = read(&data).unwrap_err();
+        assert_eq!(e.offset, 64 + 8);
+    }
+
+    #[test]
+    fn round_trip_keeps_caller_adjustment() {
+        let data = slots64(&[0, 3, 0, 1000, 0, 2, 3, 0x1000, 0x2001, 0x3001, 0, 1, 0]);
+        let p = read(&data).unwrap();
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        assert_eq!(&out[..], &data[..]);
+    }
+}

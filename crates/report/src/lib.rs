@@ -1,0 +1,2 @@
+//! Reports: the graph view of a symbolized profile and its outputs.
+#![deny(missing_docs)]
