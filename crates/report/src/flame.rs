@@ -414,7 +414,7 @@ fn diff_step(value: i64, base: i64) -> i32 {
 
 /// Red for growth, blue for shrinkage, near-white for no change.
 fn diff_color(step: i32) -> String {
-    let strength = step.unsigned_abs() as u32;
+    let strength = step.unsigned_abs();
     // From 235 (pale) down to 55 (saturated) on the two fading channels.
     let fade = 235 - strength * 180 / DIFF_STEPS as u32;
     let (r, g, b) = match step {

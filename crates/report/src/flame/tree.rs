@@ -84,8 +84,9 @@ impl FrameTree {
             first_child: NONE,
             next_sibling: NONE,
         }];
-        // (parent index << 32 | name rank) -> child index.
-        let mut child_of: FxHashMap<u64, u32> = FxHashMap::default();
+        // Equal stacks first summed, so the walk below visits each
+        // distinct stack's frames once.
+        let mut distinct: FxHashMap<&[u32], (i64, i64)> = FxHashMap::default();
         for (index, stack) in input.stacks.iter().enumerate() {
             let base = stack.base.unwrap_or(0);
             for v in [stack.value, base] {
@@ -99,9 +100,19 @@ impl FrameTree {
             if stack.value == 0 && base == 0 {
                 continue;
             }
+            let sums = distinct.entry(&stack.frames).or_insert((0, 0));
+            sums.0 = sums
+                .0
+                .checked_add(stack.value)
+                .ok_or(FlameError::Overflow)?;
+            sums.1 = sums.1.checked_add(base).ok_or(FlameError::Overflow)?;
+        }
+        // (parent index << 32 | name rank) -> child index.
+        let mut child_of: FxHashMap<u64, u32> = FxHashMap::default();
+        for (frames, (value, base)) in distinct {
             let mut at = 0u32;
-            add(&mut growing[0], stack.value, base)?;
-            for &id in &stack.frames {
+            add(&mut growing[0], value, base)?;
+            for &id in frames {
                 let name = rank_of_id[id as usize];
                 let key = (at as u64) << 32 | name as u64;
                 at = match child_of.get(&key) {
@@ -123,7 +134,7 @@ impl FrameTree {
                         child
                     }
                 };
-                add(&mut growing[at as usize], stack.value, base)?;
+                add(&mut growing[at as usize], value, base)?;
             }
         }
         drop(child_of);

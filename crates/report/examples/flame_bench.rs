@@ -1,0 +1,173 @@
+//! Times the flame graph on a big synthetic profile: 300,000 samples over
+//! 50,000 distinct leaf functions, each sample its own stack (the worst
+//! case for the caller: nothing merged before the tree is built), on 50,000
+//! call paths 5 to 40 frames deep.
+//!
+//!     cargo run --release -p cpuprof-report --example flame_bench [OUT_DIR] [SAMPLES]
+//!
+//! FLAME_BENCH_WORST_CASE=1 makes every sample a random path of its own
+//! instead (the merged tree then has as many frames as the input).
+//!
+//! Prints the median of 5 runs of each stage; with OUT_DIR, also writes
+//! `flame.html`, `flame.svg` and `icicle.html` there.
+
+use std::time::{Duration, Instant};
+
+use cpuprof_report::flame::{
+    render, FlameFormat, FlameInput, FlameOptions, FlameOrientation, FrameName, FrameTree,
+};
+
+/// A small deterministic generator (64-bit LCG, high bits out), so every
+/// run times the same profile.
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        self.0 >> 33
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+fn synthetic(samples: usize, worst_case: bool) -> FlameInput {
+    let mut input = FlameInput::new("synthetic", "samples", samples as i64);
+    let mut rng = Lcg(42);
+    // 50,000 leaves (one per distinct PC), 2,000 interior functions, 2 roots.
+    let leaves: Vec<FrameName> = (0..50_000)
+        .map(|i| input.frame_name(&format!("leaf_function_{i}(int, char const*)")))
+        .collect();
+    let interior: Vec<FrameName> = (0..2_000)
+        .map(|i| input.frame_name(&format!("ns::Interior{i}::call")))
+        .collect();
+    let roots = [input.frame_name("main"), input.frame_name("thread_main")];
+    let mut stack = Vec::with_capacity(64);
+    if worst_case {
+        // Every sample its own random path: the tree is as big as the input.
+        for _ in 0..samples {
+            stack.clear();
+            stack.push(roots[rng.below(2) as usize]);
+            let depth = 5 + rng.below(36) as usize;
+            for level in 1..depth - 1 {
+                let spread = (20 * level as u64).min(interior.len() as u64);
+                stack.push(interior[rng.below(spread) as usize]);
+            }
+            stack.push(leaves[rng.below(leaves.len() as u64) as usize]);
+            input.add_stack(&stack, 1, None);
+        }
+        return input;
+    }
+    // A program's call tree: each call path (5 to 40 frames) ends in its
+    // own leaf PC; samples fall on the paths with a skew (a few hot
+    // paths, a long tail), as real profiles do.
+    let mut paths: Vec<Vec<FrameName>> = Vec::with_capacity(leaves.len());
+    for &leaf in &leaves {
+        // Most paths share a prefix with an earlier one.
+        let mut path = match paths.len() {
+            0 => vec![roots[0]],
+            n => {
+                let earlier = &paths[rng.below(n as u64) as usize];
+                let keep = 1 + rng.below(earlier.len() as u64 - 1) as usize;
+                earlier[..keep].to_vec()
+            }
+        };
+        if paths.len() % 4 == 1 && path.len() == 1 {
+            path[0] = roots[1];
+        }
+        let depth = 5 + rng.below(36) as usize;
+        while path.len() < depth - 1 {
+            let spread = (20 * path.len() as u64).min(interior.len() as u64);
+            path.push(interior[rng.below(spread) as usize]);
+        }
+        path.push(leaf);
+        paths.push(path);
+    }
+    for _ in 0..samples {
+        // u^3 skews towards the first paths.
+        let u = rng.below(1 << 20) as f64 / (1u64 << 20) as f64;
+        let path = &paths[(u * u * u * paths.len() as f64) as usize];
+        input.add_stack(path, 1, None);
+    }
+    input
+}
+
+fn median(mut runs: Vec<Duration>) -> Duration {
+    runs.sort();
+    runs[runs.len() / 2]
+}
+
+fn time<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
+    let mut runs = Vec::new();
+    let mut last = None;
+    for _ in 0..5 {
+        let t = Instant::now();
+        last = Some(f());
+        runs.push(t.elapsed());
+    }
+    (median(runs), last.unwrap())
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let out_dir = args.get(1).filter(|a| !a.is_empty());
+    let samples: usize = args.get(2).map_or(300_000, |s| s.parse().expect("SAMPLES"));
+    let worst_case = std::env::var_os("FLAME_BENCH_WORST_CASE").is_some();
+    let (gen, input) = time(|| synthetic(samples, worst_case));
+    let (build, tree) = time(|| FrameTree::build(&input).unwrap());
+    let opts = |format, orientation| FlameOptions {
+        format,
+        orientation,
+        ..FlameOptions::default()
+    };
+    let (svg_time, svg) = time(|| {
+        render(
+            &tree,
+            &input,
+            &opts(FlameFormat::Svg, FlameOrientation::Flame),
+        )
+    });
+    let (html_time, html) = time(|| {
+        render(
+            &tree,
+            &input,
+            &opts(FlameFormat::Html, FlameOrientation::Flame),
+        )
+    });
+    println!(
+        "input: {} stacks, {} distinct names (generated in {:.1} ms)",
+        input.stack_count(),
+        tree.names().len(),
+        gen.as_secs_f64() * 1e3
+    );
+    println!(
+        "tree: {} frames, built in {:.1} ms",
+        tree.len(),
+        build.as_secs_f64() * 1e3
+    );
+    println!(
+        "svg: {:.1} ms, {} bytes, {} frames drawn",
+        svg_time.as_secs_f64() * 1e3,
+        svg.len(),
+        svg.matches("<g class=\"frame\">").count()
+    );
+    println!(
+        "html: {:.1} ms, {} bytes",
+        html_time.as_secs_f64() * 1e3,
+        html.len()
+    );
+    if let Some(dir) = out_dir {
+        std::fs::write(format!("{dir}/flame.html"), &html).unwrap();
+        std::fs::write(format!("{dir}/flame.svg"), &svg).unwrap();
+        let icicle = render(
+            &tree,
+            &input,
+            &opts(FlameFormat::Html, FlameOrientation::Icicle),
+        );
+        std::fs::write(format!("{dir}/icicle.html"), icicle).unwrap();
+        println!("wrote {dir}/flame.html, {dir}/flame.svg, {dir}/icicle.html");
+    }
+}
