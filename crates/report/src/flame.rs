@@ -429,9 +429,11 @@ fn diff_color(step: i32) -> String {
 /// the same name always gets the same colour.
 fn name_color(name: &str) -> String {
     let h = name_hash(name);
-    let r = 205 + (h % 51) as u32;
-    let g = 60 + ((h >> 16) % 171) as u32;
-    let b = 20 + ((h >> 32) % 56) as u32;
+    // Green stays below red, so the hues run from red to orange-yellow,
+    // never to yellow-green.
+    let r = 215 + (h % 41) as u32;
+    let g = 50 + ((h >> 16) % (r as u64 - 60)) as u32;
+    let b = 20 + ((h >> 40) % 50) as u32;
     format!("#{r:02x}{g:02x}{b:02x}")
 }
 
@@ -510,7 +512,7 @@ mod tests {
         }
         // Pinned so that a change of the hash (which would recolour every
         // graph users have seen) is deliberate.
-        assert_eq!(name_color("main"), "#eeb242");
+        assert_eq!(name_color("main"), "#f7a840");
         assert_ne!(name_color("burn_a"), name_color("burn_b"));
     }
 

@@ -225,8 +225,8 @@
     render();
   }
 
-  // Test hook: ?selftest=click:NAME&selftest=search:RE&selftest=reset runs
-  // the steps through the page's own event handlers, then writes what is
+  // Test hook: ?selftest=click:NAME&selftest=search:RE&selftest=hover:NAME
+  // &selftest=reset runs the steps through the page's own event handlers, then writes what is
   // drawn into #selftest-result as JSON, to be read back from the DOM.
   var steps = params.getAll('selftest');
   if (steps.length > 0) {
@@ -248,6 +248,19 @@
       } else if (verb === 'search') {
         searchBox.value = arg;
         searchBox.dispatchEvent(new Event('input', { bubbles: true }));
+      } else if (verb === 'hover') {
+        var over = null;
+        svg.querySelectorAll('g.f').forEach(function (g) {
+          if (over === null && names[nameOf[+g.getAttribute('data-i')]] === arg) over = g;
+        });
+        if (over === null) {
+          log.push('no drawn frame named ' + arg);
+          return;
+        }
+        var box = over.getBoundingClientRect();
+        over.dispatchEvent(new MouseEvent('mousemove', {
+          bubbles: true, view: window, clientX: box.left + 2, clientY: box.top + 2
+        }));
       } else if (verb === 'reset') {
         document.getElementById('reset').click();
       } else {
@@ -275,6 +288,7 @@
       usable: usable,
       zoomed: names[nameOf[zoomed]],
       matched: matchedText.textContent,
+      tooltip: tooltip.hidden ? null : tooltip.textContent,
       status: status.textContent,
       frames: frames
     });

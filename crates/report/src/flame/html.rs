@@ -10,6 +10,9 @@ use super::svg::xml;
 use super::{FlameOrientation, Page};
 
 const SCRIPT: &str = include_str!("flame.js");
+/// Space above the frames: the page's header, outside the SVG, holds the
+/// title and the totals.
+const HTML_TOP: f64 = 4.0;
 const STYLE: &str = include_str!("flame.css");
 
 pub(super) fn render(page: &Page) -> String {
@@ -66,7 +69,7 @@ fn write_data(out: &mut String, page: &Page) {
     let _ = write!(
         out,
         ",\"layout\":{{\"xPad\":{X_PAD},\"frameHeight\":{FRAME_HEIGHT},\"fontSize\":{FONT_SIZE},\
-         \"charWidth\":{CHAR_WIDTH},\"top\":{TOP},\"bottom\":{BOTTOM},\"minFramePx\":{},\
+         \"charWidth\":{CHAR_WIDTH},\"top\":{HTML_TOP},\"bottom\":{BOTTOM},\"minFramePx\":{},\
          \"icicle\":{},\"fontFamily\":",
         page.options.min_frame_px,
         page.options.orientation == FlameOrientation::Icicle
