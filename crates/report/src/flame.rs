@@ -38,6 +38,9 @@ use std::str::FromStr;
 
 use rustc_hash::FxHashMap;
 
+use crate::stacks::Stacks;
+use crate::text::unit_word;
+
 pub use tree::{FrameNode, FrameTree};
 
 /// The name of the root frame, which spans all the stacks.
@@ -138,6 +141,38 @@ impl FlameInput {
     pub fn is_diff(&self) -> bool {
         self.stacks.iter().any(|s| s.base.is_some())
     }
+}
+
+/// The flame graph of a report: every sample kept by the report's filters,
+/// its frames (inline frames expanded, at the report's granularity) root
+/// first. With `base` (a diff), the base profile's samples are added with
+/// their values as base values and no width of their own, so the widths are
+/// the profile's and the colours its change from the base. The total is
+/// the profile's, as `--text` prints it.
+pub fn input_from_stacks(title: &str, stacks: &Stacks, base: Option<&Stacks>) -> FlameInput {
+    let mut input = FlameInput::new(title, &unit_word(stacks), stacks.grand_total);
+    let add = |input: &mut FlameInput, of: &Stacks, is_base: bool| {
+        let names: Vec<FrameName> = of
+            .frames
+            .iter()
+            .map(|f| input.frame_name(&f.name))
+            .collect();
+        let mut frames = Vec::with_capacity(64);
+        for (leaf_first, value) in of.iter() {
+            frames.clear();
+            frames.extend(leaf_first.iter().rev().map(|f| names[f.index()]));
+            if is_base {
+                input.add_stack(&frames, 0, Some(value));
+            } else {
+                input.add_stack(&frames, value, base.map(|_| 0));
+            }
+        }
+    };
+    add(&mut input, stacks, false);
+    if let Some(base) = base {
+        add(&mut input, base, true);
+    }
+    input
 }
 
 /// Which file a flame graph is written as.
