@@ -10,6 +10,12 @@
 //!
 //! Prints the median of 5 runs of each stage; with OUT_DIR, also writes
 //! `flame.html`, `flame.svg` and `icicle.html` there.
+//!
+//!     cargo run --release -p cpuprof-report --example flame_bench -- --profile BINARY PROFILE
+//!
+//! times the stages of `cpuprof report` on a real profile instead: reading,
+//! symbolizing, the report's stacks, then `--text` (graph and rows) against
+//! the flame graph (its input, tree and rendering).
 
 use std::time::{Duration, Instant};
 
@@ -111,8 +117,85 @@ fn time<T>(mut f: impl FnMut() -> T) -> (Duration, T) {
     (median(runs), last.unwrap())
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The stages of `cpuprof report` on a real profile.
+fn real_profile(binary: &str, path: &str) {
+    use cpuprof_report::{text, Graph, Options, Stacks};
+    let data = std::fs::read(path).expect("read the profile");
+    let (read, profile) = time(|| {
+        cpuprof_profile::read_profile(&data, &Default::default())
+            .unwrap()
+            .1
+    });
+    let symbolize_options = cpuprof_symbolize::Options {
+        binaries: vec![binary.into()],
+        ..cpuprof_symbolize::Options::default()
+    };
+    let (symbolize, profile) = time(|| {
+        let mut p = profile.clone();
+        cpuprof_symbolize::symbolize(&mut p, &symbolize_options);
+        p
+    });
+    let options = Options::default();
+    let (stacks_time, stacks) = time(|| Stacks::build(&profile, &options));
+    let (text_time, text_bytes) = time(|| {
+        let graph = Graph::build(&stacks, false);
+        let mut out = Vec::new();
+        text::write(&mut out, &stacks, &graph, &options).unwrap();
+        out.len()
+    });
+    let (input_time, input) = time(|| cpuprof_report::flame::input_from_stacks("t", &stacks, None));
+    let (tree_time, tree) = time(|| FrameTree::build(&input).unwrap());
+    let html_options = FlameOptions::default();
+    let svg_options = FlameOptions {
+        format: FlameFormat::Svg,
+        ..FlameOptions::default()
+    };
+    let (html_time, html) = time(|| render(&tree, &input, &html_options));
+    let (svg_time, svg) = time(|| render(&tree, &input, &svg_options));
+    println!(
+        "{} samples, {} distinct stacks, {} locations",
+        profile.samples.iter().map(|s| s.values[0]).sum::<i64>(),
+        profile.samples.len(),
+        profile.locations.len()
+    );
+    println!(
+        "read {:.1} ms, symbolize {:.1} ms, stacks {:.1} ms",
+        ms(read),
+        ms(symbolize),
+        ms(stacks_time)
+    );
+    let text_total = ms(read) + ms(symbolize) + ms(stacks_time) + ms(text_time);
+    println!("--text output (graph + rows): {:.1} ms, {text_bytes} bytes; whole --text run {text_total:.1} ms", ms(text_time));
+    let flame = ms(input_time) + ms(tree_time);
+    println!(
+        "flame input {:.1} ms + tree {:.1} ms ({} frames) + html {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
+        ms(input_time),
+        ms(tree_time),
+        tree.len(),
+        ms(html_time),
+        html.len(),
+        flame + ms(html_time),
+        (flame + ms(html_time)) * 100.0 / text_total
+    );
+    println!(
+        "flame input + tree + svg {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
+        ms(svg_time),
+        svg.len(),
+        flame + ms(svg_time),
+        (flame + ms(svg_time)) * 100.0 / text_total
+    );
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("--profile") {
+        real_profile(&args[2], &args[3]);
+        return;
+    }
     let out_dir = args.get(1).filter(|a| !a.is_empty());
     let samples: usize = args.get(2).map_or(300_000, |s| s.parse().expect("SAMPLES"));
     let worst_case = std::env::var_os("FLAME_BENCH_WORST_CASE").is_some();

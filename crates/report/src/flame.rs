@@ -220,8 +220,21 @@ pub struct FlameOptions {
     /// width instead).
     pub width_px: u32,
     /// Frames narrower than this many pixels are not drawn, nor are their
-    /// descendants.
-    pub min_frame_px: f64,
+    /// descendants. `None`: 0.1 px in the SVG, as classic flame graphs;
+    /// 0.5 px in the page, which redraws on every zoom (on a 575,000-frame
+    /// tree, 0.1 px draws 34,000 elements in 700 ms, 0.5 px 4,700 in 100 ms,
+    /// and the slivers between are all but invisible).
+    pub min_frame_px: Option<f64>,
+}
+
+impl FlameOptions {
+    /// The width under which frames are not drawn.
+    pub fn min_frame_px(&self) -> f64 {
+        self.min_frame_px.unwrap_or(match self.format {
+            FlameFormat::Svg => 0.1,
+            FlameFormat::Html => 0.5,
+        })
+    }
 }
 
 impl Default for FlameOptions {
@@ -230,7 +243,7 @@ impl Default for FlameOptions {
             format: FlameFormat::Html,
             orientation: FlameOrientation::Flame,
             width_px: 1200,
-            min_frame_px: 0.1,
+            min_frame_px: None,
         }
     }
 }

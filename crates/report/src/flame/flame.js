@@ -6,6 +6,7 @@
 // redraw costs at most a few elements per pixel column.
 (function () {
   'use strict';
+  var t0 = performance.now();
   var data = JSON.parse(document.getElementById('flame-data').textContent);
   var L = data.layout;
   var names = data.names;
@@ -49,6 +50,7 @@
     for (var k = 0; k < n; k++) end[k] = k + size[k];
   })();
 
+  var tLayout = performance.now();
   var chart = document.getElementById('chart');
   var svg = document.getElementById('flame');
   var tooltip = document.getElementById('tooltip');
@@ -225,6 +227,8 @@
     render();
   }
 
+  var tRender = performance.now();
+
   // Test hook: ?selftest=click:NAME&selftest=search:RE&selftest=hover:NAME
   // &selftest=reset runs the steps through the page's own event handlers, then writes what is
   // drawn into #selftest-result as JSON, to be read back from the DOM.
@@ -289,6 +293,7 @@
       zoomed: names[nameOf[zoomed]],
       matched: matchedText.textContent,
       tooltip: tooltip.hidden ? null : tooltip.textContent,
+      ms: { parseAndLayout: Math.round(tLayout - t0), firstRender: Math.round(tRender - tLayout) },
       status: status.textContent,
       frames: frames
     });

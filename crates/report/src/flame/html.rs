@@ -71,7 +71,7 @@ fn write_data(out: &mut String, page: &Page) {
         ",\"layout\":{{\"xPad\":{X_PAD},\"frameHeight\":{FRAME_HEIGHT},\"fontSize\":{FONT_SIZE},\
          \"charWidth\":{CHAR_WIDTH},\"top\":{HTML_TOP},\"bottom\":{BOTTOM},\"minFramePx\":{},\
          \"icicle\":{},\"fontFamily\":",
-        page.options.min_frame_px,
+        page.options.min_frame_px(),
         page.options.orientation == FlameOrientation::Icicle
     );
     json_string(out, FONT_FAMILY);
@@ -97,11 +97,13 @@ fn write_data(out: &mut String, page: &Page) {
         if i > 0 {
             out.push(',');
         }
-        let _ = write!(
-            out,
-            "{},{},{},{}",
-            node.name, node.value, node.depth, page.node_color[i]
-        );
+        push_int(out, node.name as i64);
+        out.push(',');
+        push_int(out, node.value);
+        out.push(',');
+        push_int(out, node.depth as i64);
+        out.push(',');
+        push_int(out, page.node_color[i] as i64);
     }
     out.push(']');
     if tree.is_diff() {
@@ -110,11 +112,32 @@ fn write_data(out: &mut String, page: &Page) {
             if i > 0 {
                 out.push(',');
             }
-            let _ = write!(out, "{}", node.base);
+            push_int(out, node.base);
         }
         out.push(']');
     }
     out.push('}');
+}
+
+/// Appends `value` in decimal: `write!` costs several times more, and a
+/// big tree has millions of numbers.
+fn push_int(out: &mut String, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    // The digits are ASCII.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// A JSON string that is also safe inside a `<script>` element: `<`, `>`
@@ -143,6 +166,15 @@ fn json_string(out: &mut String, text: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for value in [0, 7, 10, 1234567890, -5, i64::MAX, i64::MIN] {
+            let mut out = String::new();
+            push_int(&mut out, value);
+            assert_eq!(out, value.to_string());
+        }
+    }
 
     #[test]
     fn json_strings_cannot_close_the_script() {

@@ -31,7 +31,7 @@ pub(super) fn visible(page: &Page, usable_px: f64) -> Visible {
     let mut i = 0;
     while i < nodes.len() {
         let node = &nodes[i];
-        if (node.value as f64) * scale < page.options.min_frame_px {
+        if (node.value as f64) * scale < page.options.min_frame_px() {
             // Its descendants are narrower still.
             omitted += node.end as usize - i;
             i = node.end as usize;
@@ -89,7 +89,7 @@ pub(super) fn render(page: &Page) -> String {
             "; {} frame{} narrower than {} px not drawn",
             shown.omitted,
             if shown.omitted == 1 { "" } else { "s" },
-            page.options.min_frame_px
+            page.options.min_frame_px()
         );
     }
     let _ = writeln!(

@@ -35,20 +35,9 @@ pub struct FrameTree {
     diff: bool,
 }
 
-/// A node while stacks are being merged.
-struct Growing {
-    name: u32,
-    value: i64,
-    base: i64,
-    first_child: u32,
-    next_sibling: u32,
-}
-
-const NONE: u32 = u32::MAX;
-
 impl FrameTree {
     /// Merges the stacks of `input`. Takes time linear in the total number
-    /// of frames, plus sorting the names and each node's children.
+    /// of frames, plus sorting the distinct names and the distinct stacks.
     pub fn build(input: &FlameInput) -> Result<FrameTree, FlameError> {
         // Rank the names: the tree stores ranks, so sorting children by name
         // is an integer sort, and equal names (whatever their ids) merge.
@@ -77,15 +66,7 @@ impl FrameTree {
         });
 
         let diff = input.is_diff();
-        let mut growing = vec![Growing {
-            name: root_rank,
-            value: 0,
-            base: 0,
-            first_child: NONE,
-            next_sibling: NONE,
-        }];
-        // Equal stacks first summed, so the walk below visits each
-        // distinct stack's frames once.
+        // Equal stacks first summed, so each distinct stack is walked once.
         let mut distinct: FxHashMap<&[u32], (i64, i64)> = FxHashMap::default();
         for (index, stack) in input.stacks.iter().enumerate() {
             let base = stack.base.unwrap_or(0);
@@ -107,74 +88,94 @@ impl FrameTree {
                 .ok_or(FlameError::Overflow)?;
             sums.1 = sums.1.checked_add(base).ok_or(FlameError::Overflow)?;
         }
-        // (parent index << 32 | name rank) -> child index.
-        let mut child_of: FxHashMap<u64, u32> = FxHashMap::default();
+        // The distinct stacks as name ranks, sorted: in lexicographic order
+        // of their paths, a stack shares with the previous one exactly the
+        // prefix the tree shares, and new frames appear in preorder with
+        // children in name order. So the tree is built in one pass with no
+        // lookups, and is already laid out.
+        let mut ranks: Vec<u32> = Vec::with_capacity(distinct.keys().map(|f| f.len()).sum());
+        let mut sorted: Vec<(u32, u32, i64, i64)> = Vec::with_capacity(distinct.len());
         for (frames, (value, base)) in distinct {
-            let mut at = 0u32;
-            add(&mut growing[0], value, base)?;
-            for &id in frames {
-                let name = rank_of_id[id as usize];
-                let key = (at as u64) << 32 | name as u64;
-                at = match child_of.get(&key) {
-                    Some(&child) => child,
-                    None => {
-                        let child = u32::try_from(growing.len())
-                            .ok()
-                            .filter(|&c| c != NONE)
-                            .ok_or(FlameError::Overflow)?;
-                        growing.push(Growing {
-                            name,
-                            value: 0,
-                            base: 0,
-                            first_child: NONE,
-                            next_sibling: growing[at as usize].first_child,
-                        });
-                        growing[at as usize].first_child = child;
-                        child_of.insert(key, child);
-                        child
-                    }
-                };
-                add(&mut growing[at as usize], value, base)?;
-            }
+            let at = ranks.len() as u32;
+            ranks.extend(frames.iter().map(|&id| rank_of_id[id as usize]));
+            sorted.push((at, frames.len() as u32, value, base));
         }
-        drop(child_of);
+        let path_of =
+            |&(at, len, _, _): &(u32, u32, i64, i64)| &ranks[at as usize..(at + len) as usize];
+        sorted.sort_unstable_by(|a, b| path_of(a).cmp(path_of(b)));
 
-        // Preorder with children in name order: an explicit stack, so deep
-        // trees cannot overflow the thread's stack.
-        let mut nodes: Vec<FrameNode> = Vec::with_capacity(growing.len());
-        let mut parent_of: Vec<u32> = Vec::with_capacity(growing.len());
-        // (growing index, parent's output index, depth, start)
-        let mut pending: Vec<(u32, u32, u32, i64)> = vec![(0, NONE, 0, 0)];
-        let mut children: Vec<u32> = Vec::new();
-        while let Some((g, parent, depth, start)) = pending.pop() {
-            let node = &growing[g as usize];
-            let index = nodes.len() as u32;
-            nodes.push(FrameNode {
-                name: node.name,
-                value: node.value,
-                base: node.base,
-                depth,
-                start,
-                end: 0,
-            });
-            parent_of.push(parent);
-            children.clear();
-            let mut c = node.first_child;
-            while c != NONE {
-                children.push(c);
-                c = growing[c as usize].next_sibling;
+        let mut nodes: Vec<FrameNode> = vec![FrameNode {
+            name: root_rank,
+            value: 0,
+            base: 0,
+            depth: 0,
+            start: 0,
+            end: 0,
+        }];
+        // The current path: node indexes, root first.
+        let mut path: Vec<u32> = vec![0];
+        let mut previous: &[u32] = &[];
+        for stack in &sorted {
+            let frames = path_of(stack);
+            let shared = frames
+                .iter()
+                .zip(previous)
+                .take_while(|(a, b)| a == b)
+                .count();
+            path.truncate(shared + 1);
+            for &name in &frames[shared..] {
+                let index = u32::try_from(nodes.len())
+                    .ok()
+                    .filter(|&i| i != u32::MAX)
+                    .ok_or(FlameError::Overflow)?;
+                nodes.push(FrameNode {
+                    name,
+                    value: 0,
+                    base: 0,
+                    depth: path.len() as u32,
+                    start: 0,
+                    end: 0,
+                });
+                path.push(index);
             }
-            children.sort_unstable_by_key(|&c| growing[c as usize].name);
-            // Starts in name order; pushed in reverse so the first pops first.
-            let mut child_start = start;
-            let first = pending.len();
-            for &c in &children {
-                pending.push((c, index, depth + 1, child_start));
-                child_start += growing[c as usize].value;
-            }
-            pending[first..].reverse();
+            // The stack's own frame only; parents get their children's
+            // sums below.
+            let last = &mut nodes[*path.last().unwrap_or(&0) as usize];
+            last.value = last
+                .value
+                .checked_add(stack.2)
+                .ok_or(FlameError::Overflow)?;
+            last.base = last.base.checked_add(stack.3).ok_or(FlameError::Overflow)?;
+            previous = frames;
         }
-        // Subtree ends, from the leaves up.
+        // Parents before children in preorder: sum from the end.
+        let mut parent_of: Vec<u32> = vec![u32::MAX; nodes.len()];
+        let mut open: Vec<u32> = Vec::new();
+        for i in 0..nodes.len() {
+            open.truncate(nodes[i].depth as usize);
+            if let Some(&parent) = open.last() {
+                parent_of[i] = parent;
+            }
+            open.push(i as u32);
+        }
+        for i in (1..nodes.len()).rev() {
+            let (value, base) = (nodes[i].value, nodes[i].base);
+            let parent = &mut nodes[parent_of[i] as usize];
+            parent.value = parent
+                .value
+                .checked_add(value)
+                .ok_or(FlameError::Overflow)?;
+            parent.base = parent.base.checked_add(base).ok_or(FlameError::Overflow)?;
+        }
+        // Starts (each child after its earlier siblings, from its parent's
+        // start) and subtree ends, with the nodes in preorder.
+        let mut cursor: Vec<i64> = vec![0; nodes.len()];
+        for i in 1..nodes.len() {
+            let parent = parent_of[i] as usize;
+            nodes[i].start = cursor[parent];
+            cursor[parent] += nodes[i].value;
+            cursor[i] = nodes[i].start;
+        }
         let mut size = vec![1u32; nodes.len()];
         for i in (1..nodes.len()).rev() {
             size[parent_of[i] as usize] += size[i];
@@ -243,12 +244,6 @@ impl FrameTree {
         }
         Some(at)
     }
-}
-
-fn add(node: &mut Growing, value: i64, base: i64) -> Result<(), FlameError> {
-    node.value = node.value.checked_add(value).ok_or(FlameError::Overflow)?;
-    node.base = node.base.checked_add(base).ok_or(FlameError::Overflow)?;
-    Ok(())
 }
 
 #[cfg(test)]
