@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{Profile, ReadOptions, Target};
+use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
 use regex::Regex;
 
@@ -91,6 +92,31 @@ pub struct OutputArgs {
     /// One line per node: flat, flat%, sum%, cum, cum%, name (the default).
     #[arg(long)]
     pub text: bool,
+    /// Flame graph: a self-contained interactive HTML page (zoom, search,
+    /// tooltips), or a static SVG with `--flame=svg`. With --base, widths
+    /// are the profile's and colours the change (red grew, blue shrank).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub flame: Option<FlameFormat>,
+    /// Icicle graph: the flame graph with the root on top (`--icicle=svg`
+    /// for a static SVG).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub icicle: Option<FlameFormat>,
+}
+
+impl OutputArgs {
+    /// The flame graph asked for, if any.
+    fn flame(&self) -> Option<FlameOptions> {
+        let (format, orientation) = match (self.flame, self.icicle) {
+            (Some(format), _) => (format, FlameOrientation::Flame),
+            (None, Some(format)) => (format, FlameOrientation::Icicle),
+            (None, None) => return None,
+        };
+        Some(FlameOptions {
+            format,
+            orientation,
+            ..FlameOptions::default()
+        })
+    }
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -144,14 +170,34 @@ pub fn run(args: Args) -> Result<i32> {
         )?);
     }
     let mut profile = sum(loaded)?;
+    let flame_options = args.output.flame();
+    let mut flame_base = None;
     if let Some(base) = &args.base {
         let mut base = load(base, &read_options, &symbolize_options, args.no_symbolize)?;
-        base.scale(-1);
-        profile = sum(vec![profile, base]).context("--base")?;
+        if flame_options.is_some() {
+            // Flame graph widths cannot be negative: the base colours them.
+            flame_base = Some(base);
+        } else {
+            base.scale(-1);
+            profile = sum(vec![profile, base]).context("--base")?;
+        }
     }
 
     let options = report_options(&args, &profile)?;
     let stacks = Stacks::build(&profile, &options);
+    if let Some(flame_options) = flame_options {
+        let base = flame_base.as_ref().map(|b| Stacks::build(b, &options));
+        let title: Vec<String> = args
+            .inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let input = flame::input_from_stacks(&title.join(" "), &stacks, base.as_ref());
+        let mut out = output(args.output_file.as_deref())?;
+        flame::write_flame(&input, &flame_options, &mut out)?;
+        out.flush()?;
+        return Ok(0);
+    }
     let graph = Graph::build(&stacks, false);
 
     let mut out = output(args.output_file.as_deref())?;
