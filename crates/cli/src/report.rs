@@ -103,19 +103,28 @@ pub struct OutputArgs {
     pub icicle: Option<FlameFormat>,
 }
 
+/// The one output of a run; each output is one variant, dispatched in
+/// [`render`].
+enum Output {
+    Text,
+    Flame(FlameOptions),
+}
+
 impl OutputArgs {
-    /// The flame graph asked for, if any.
-    fn flame(&self) -> Option<FlameOptions> {
-        let (format, orientation) = match (self.flame, self.icicle) {
-            (Some(format), _) => (format, FlameOrientation::Flame),
-            (None, Some(format)) => (format, FlameOrientation::Icicle),
-            (None, None) => return None,
+    /// The output asked for (`--text` when none is).
+    fn output(&self) -> Output {
+        let flame = |format, orientation| {
+            Output::Flame(FlameOptions {
+                format,
+                orientation,
+                ..FlameOptions::default()
+            })
         };
-        Some(FlameOptions {
-            format,
-            orientation,
-            ..FlameOptions::default()
-        })
+        match (self.flame, self.icicle) {
+            (Some(format), _) => flame(format, FlameOrientation::Flame),
+            (None, Some(format)) => flame(format, FlameOrientation::Icicle),
+            (None, None) => Output::Text,
+        }
     }
 }
 
@@ -170,45 +179,65 @@ pub fn run(args: Args) -> Result<i32> {
         )?);
     }
     let mut profile = sum(loaded)?;
-    let flame_options = args.output.flame();
-    let mut flame_base = None;
-    if let Some(base) = &args.base {
-        let mut base = load(base, &read_options, &symbolize_options, args.no_symbolize)?;
-        if flame_options.is_some() {
+    let output = args.output.output();
+    let mut base = None;
+    if let Some(path) = &args.base {
+        let mut loaded = load(path, &read_options, &symbolize_options, args.no_symbolize)?;
+        if matches!(output, Output::Flame(_)) {
             // Flame graph widths cannot be negative: the base colours them.
-            flame_base = Some(base);
+            base = Some(loaded);
         } else {
-            base.scale(-1);
-            profile = sum(vec![profile, base]).context("--base")?;
+            loaded.scale(-1);
+            profile = sum(vec![profile, loaded]).context("--base")?;
         }
     }
 
     let options = report_options(&args, &profile)?;
     let stacks = Stacks::build(&profile, &options);
-    if let Some(flame_options) = flame_options {
-        let base = flame_base.as_ref().map(|b| Stacks::build(b, &options));
-        let title: Vec<String> = args
-            .inputs
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let input = flame::input_from_stacks(&title.join(" "), &stacks, base.as_ref());
-        let mut out = output(args.output_file.as_deref())?;
-        flame::write_flame(&input, &flame_options, &mut out)?;
-        out.flush()?;
-        return Ok(0);
-    }
-    let graph = Graph::build(&stacks, false);
-
-    let mut out = output(args.output_file.as_deref())?;
-    text::write(&mut out, &stacks, &graph, &options)?;
+    let base_stacks = base.as_ref().map(|b| Stacks::build(b, &options));
+    let mut out = output_file(args.output_file.as_deref())?;
+    render(
+        &output,
+        &args,
+        &options,
+        &stacks,
+        base_stacks.as_ref(),
+        &mut out,
+    )?;
     out.flush()?;
     // The process ends here: freeing hundreds of thousands of samples one
     // by one would only add time.
-    std::mem::forget(graph);
     std::mem::forget(stacks);
     std::mem::forget(profile);
     Ok(0)
+}
+
+/// Writes `output` of `stacks`: the one dispatch point of outputs.
+fn render(
+    output: &Output,
+    args: &Args,
+    options: &Options,
+    stacks: &Stacks,
+    base: Option<&Stacks>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match output {
+        Output::Text => {
+            let graph = Graph::build(stacks, false);
+            text::write(out, stacks, &graph, options)?;
+            std::mem::forget(graph);
+        }
+        Output::Flame(flame_options) => {
+            let title: Vec<String> = args
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let input = flame::input_from_stacks(&title.join(" "), stacks, base);
+            flame::write_flame(&input, flame_options, out)?;
+        }
+    }
+    Ok(())
 }
 
 /// Splits the inputs into ELF binaries and profiles, by content.
@@ -325,7 +354,7 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
 }
 
 /// Standard output (buffered) or the file named by `-o`.
-fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
+fn output_file(path: Option<&Path>) -> Result<Box<dyn Write>> {
     Ok(match path {
         Some(path) => Box::new(BufWriter::new(
             File::create(path).with_context(|| format!("{}: cannot create", path.display()))?,
