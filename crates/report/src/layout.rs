@@ -74,8 +74,14 @@ pub fn text_width(text: &str, font_size: f64) -> f64 {
             32..=126 => u64::from(DEJAVU_SANS_ADVANCE[(code - 32) as usize]),
             0..=31 | 127..=159 => 0,
             // CJK, Hangul, fullwidth forms and emoji are a full em wide.
-            0x1100..=0x115f | 0x2e80..=0xa4cf | 0xac00..=0xd7a3 | 0xf900..=0xfaff
-            | 0xfe30..=0xfe4f | 0xff00..=0xff60 | 0xffe0..=0xffe6 | 0x1f300..=0x1faff => 1000,
+            0x1100..=0x115f
+            | 0x2e80..=0xa4cf
+            | 0xac00..=0xd7a3
+            | 0xf900..=0xfaff
+            | 0xfe30..=0xfe4f
+            | 0xff00..=0xff60
+            | 0xffe0..=0xffe6
+            | 0x1f300..=0x1faff => 1000,
             // Other scripts: as wide as the widest Latin capitals.
             _ => 800,
         };
@@ -307,22 +313,9 @@ pub fn layout(graph: &LayoutGraph, options: &LayoutOptions) -> Layout {
     let sizes: Vec<(f64, f64)> = graph.nodes.iter().map(|n| box_size(n, options)).collect();
     let reversed = break_cycles(graph);
     let ranks = assign_ranks(graph, &reversed);
-    {
-        let mut spans = std::collections::BTreeMap::new();
-        for (i, e) in graph.edges.iter().enumerate() {
-            let (u, v) = oriented(e, reversed[i]);
-            *spans.entry(ranks[v] - ranks[u]).or_insert(0) += 1;
-        }
-        eprintln!("TRACE spans {:?} reversed {}", spans, reversed.iter().filter(|&&r| r).count());
-    }
-    let t0 = std::time::Instant::now();
     let mut layered = Layered::build(graph, options, &sizes, &reversed, &ranks);
-    let t1 = std::time::Instant::now();
     layered.reduce_crossings(options.crossing_passes);
-    let t2 = std::time::Instant::now();
     layered.assign_x(options);
-    let t3 = std::time::Instant::now();
-    eprintln!("TRACE slots {} links {} layers {} build {:?} cross {:?} x {:?}", layered.slots.len(), layered.links.len(), layered.order.len(), t1-t0, t2-t1, t3-t2);
     let arrow_length = graph
         .edges
         .iter()
@@ -340,8 +333,7 @@ fn box_size(node: &NodeSpec, options: &LayoutOptions) -> (f64, f64) {
         .map(|line| text_width(&line.text, node.font_size))
         .fold(0.0, f64::max);
     let width = (text + 2.0 * options.padding_x).max(node.min_width);
-    let height = (node.lines.len() as f64 * LINE_HEIGHT * node.font_size
-        + 2.0 * options.padding_y)
+    let height = (node.lines.len() as f64 * LINE_HEIGHT * node.font_size + 2.0 * options.padding_y)
         .max(node.min_height);
     (width, height)
 }
@@ -825,7 +817,6 @@ impl Layered {
                 failures += 1;
             }
         }
-        eprintln!("TRACE best crossings {best}");
         self.order = best_order;
         self.update_positions();
     }
@@ -1016,16 +1007,6 @@ impl Layered {
         for (i, &slot) in slot_at.iter().enumerate() {
             self.x[slot] = x[i];
         }
-        {
-            let mut dd = (0, 0, 0.0);
-            let mut rd = (0, 0, 0.0);
-            for l in &self.links {
-                let dx = (self.x[l.upper] - self.x[l.lower]).abs();
-                let t = if self.slots[l.upper].node.is_none() && self.slots[l.lower].node.is_none() { &mut dd } else { &mut rd };
-                t.0 += 1; if dx > 2.0 { t.1 += 1; } t.2 += dx;
-            }
-            eprintln!("TRACE dummy-dummy {:?} real-dummy {:?}", dd, rd);
-        }
     }
 
     /// Vertical positions of the layers. Arrowheads sit in the gaps, so
@@ -1074,8 +1055,7 @@ impl Layered {
         sizes: &[(f64, f64)],
         reversed: &[bool],
     ) -> Layout {
-        let layer_center =
-            |layer: usize| self.layer_top[layer] + self.layer_height[layer] / 2.0;
+        let layer_center = |layer: usize| self.layer_top[layer] + self.layer_height[layer] / 2.0;
         let mut nodes: Vec<NodeBox> = graph
             .nodes
             .iter()
@@ -1181,7 +1161,11 @@ impl Layered {
             let upper_bottom = upper_box.y + upper_box.height;
             let enter = upper_bottom + if is_reversed { arrow } else { 0.0 };
             let layer_bottom = self.layer_top[upper_layer] + self.layer_height[upper_layer];
-            waypoints.push((self.x[upper] + port_below[first_link], enter, layer_bottom.max(enter)));
+            waypoints.push((
+                self.x[upper] + port_below[first_link],
+                enter,
+                layer_bottom.max(enter),
+            ));
             for &slot in &chain[1..chain.len() - 1] {
                 let layer = self.slots[slot].layer;
                 let top = self.layer_top[layer];
@@ -1221,7 +1205,10 @@ impl Layered {
                     layer_center(layer),
                 )
             });
-            let end = Point::new(waypoints[waypoints.len() - 1].0, waypoints[waypoints.len() - 1].2);
+            let end = Point::new(
+                waypoints[waypoints.len() - 1].0,
+                waypoints[waypoints.len() - 1].2,
+            );
             let route = if is_reversed {
                 // Drawn from the original source (below) up to its target.
                 let (start, segments) = reverse_path(start, &segments);

@@ -132,7 +132,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
         .map(|line| text_width(line, LEGEND_FONT_SIZE))
         .fold(0.0, f64::max)
         + 2.0 * padding;
-    let legend_height = picture.legend.len() as f64 * LINE_HEIGHT * LEGEND_FONT_SIZE + 2.0 * padding;
+    let legend_height =
+        picture.legend.len() as f64 * LINE_HEIGHT * LEGEND_FONT_SIZE + 2.0 * padding;
     let graph_top = if picture.legend.is_empty() {
         0.0
     } else {
@@ -149,11 +150,13 @@ pub fn render_svg(picture: &GraphPicture) -> String {
         h = num(height)
     );
     let _ = write!(svg, "<title>{}</title>\n", escape(&picture.title));
-    let _ = write!(svg,
+    let _ = write!(
+        svg,
         "<g id=\"graph\" font-family=\"{}\" fill=\"#000000\">\n",
         escape(FONT_FAMILY)
     );
-    let _ = write!(svg,
+    let _ = write!(
+        svg,
         "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
         num(width),
         num(height)
@@ -171,7 +174,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 + padding
                 + i as f64 * LINE_HEIGHT * LEGEND_FONT_SIZE
                 + BASELINE * LEGEND_FONT_SIZE;
-            let _ = write!(svg,
+            let _ = write!(
+                svg,
                 "<text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n",
                 num(margin + padding),
                 num(baseline),
@@ -181,7 +185,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
         }
         svg.push_str("</g>\n");
     }
-    let _ = write!(svg,
+    let _ = write!(
+        svg,
         "<g id=\"callgraph\" transform=\"translate(0,{})\">\n",
         num(graph_top)
     );
@@ -189,7 +194,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
     for (index, (edge, route)) in picture.edges.iter().zip(&placed.edges).enumerate() {
         let pen = pen_width(edge.fraction);
         let color = mix(EDGE_COLD, EDGE_HOT, heat(edge.fraction));
-        let _ = write!(svg,
+        let _ = write!(
+            svg,
             "<g id=\"edge{}\" class=\"edge\">\n<title>{}</title>\n",
             index + 1,
             escape(&edge.tooltip)
@@ -211,7 +217,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 ),
             };
         }
-        let _ = write!(svg,
+        let _ = write!(
+            svg,
             "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
             path,
             color,
@@ -222,7 +229,8 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 ""
             }
         );
-        let _ = write!(svg,
+        let _ = write!(
+            svg,
             "<polygon points=\"{}\" fill=\"{color}\" stroke=\"{color}\" stroke-width=\"1\"/>\n",
             arrowhead(route.arrow_tip, route.arrow_base, pen)
         );

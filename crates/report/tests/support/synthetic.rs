@@ -24,10 +24,39 @@ impl Rng {
 }
 
 const WORDS: &[&str] = &[
-    "std", "vector", "map", "Parser", "Lexer", "Tokenize", "ReadBlock", "Mutex", "Lock",
-    "Unlock", "hash", "Rehash", "compute", "Matrix", "Multiply", "operator()", "Render",
-    "Scene", "Mesh", "Allocate", "free", "malloc", "memcpy", "Decode", "Huffman", "Inflate",
-    "Table", "Lookup", "Insert", "Compare<std::string>", "Session", "Dispatch", "Worker",
+    "std",
+    "vector",
+    "map",
+    "Parser",
+    "Lexer",
+    "Tokenize",
+    "ReadBlock",
+    "Mutex",
+    "Lock",
+    "Unlock",
+    "hash",
+    "Rehash",
+    "compute",
+    "Matrix",
+    "Multiply",
+    "operator()",
+    "Render",
+    "Scene",
+    "Mesh",
+    "Allocate",
+    "free",
+    "malloc",
+    "memcpy",
+    "Decode",
+    "Huffman",
+    "Inflate",
+    "Table",
+    "Lookup",
+    "Insert",
+    "Compare<std::string>",
+    "Session",
+    "Dispatch",
+    "Worker",
 ];
 
 /// A call graph of `count` nodes drawn the way the call-graph outputs draw
@@ -58,7 +87,9 @@ pub fn call_graph(count: usize, seed: u64) -> GraphPicture {
             let r = rng.below(1000) as f64 / 1000.0;
             (total * 0.3 * r.powi(12)).floor()
         };
-        let cum = (flat + total * 0.9 / (1.0 + index as f64 * 0.3)).min(total).floor();
+        let cum = (flat + total * 0.9 / (1.0 + index as f64 * 0.3))
+            .min(total)
+            .floor();
         let _ = &depth;
         let mut lines: Vec<TextLine> = name
             .split("::")
@@ -105,11 +136,14 @@ pub fn call_graph(count: usize, seed: u64) -> GraphPicture {
                 };
                 let candidates = &by_depth[level];
                 let caller = candidates[rng.below(candidates.len() as u64) as usize];
-                if outdegree[caller] >= 8 || edges.iter().any(|e| e.from == caller && e.to == index) {
+                if outdegree[caller] >= 8 || edges.iter().any(|e| e.from == caller && e.to == index)
+                {
                     continue;
                 }
                 outdegree[caller] += 1;
-                let weight = (cum * (0.3 + 0.7 * rng.below(100) as f64 / 100.0)).floor().max(1.0);
+                let weight = (cum * (0.3 + 0.7 * rng.below(100) as f64 / 100.0))
+                    .floor()
+                    .max(1.0);
                 edges.push(edge(caller, index, weight, total, &nodes));
             }
             if d == by_depth.len() {
@@ -119,11 +153,23 @@ pub fn call_graph(count: usize, seed: u64) -> GraphPicture {
             depth.push(d);
             // Occasional recursion and calls back up.
             if rng.below(15) == 0 {
-                edges.push(edge(index, index, (cum * 0.5).floor().max(1.0), total, &nodes));
+                edges.push(edge(
+                    index,
+                    index,
+                    (cum * 0.5).floor().max(1.0),
+                    total,
+                    &nodes,
+                ));
             }
             if index > 3 && rng.below(40) == 0 {
                 let target = rng.below(index as u64 - 1) as usize + 1;
-                edges.push(edge(index, target, (cum * 0.2).floor().max(1.0), total, &nodes));
+                edges.push(edge(
+                    index,
+                    target,
+                    (cum * 0.2).floor().max(1.0),
+                    total,
+                    &nodes,
+                ));
             }
         }
     }
@@ -149,6 +195,10 @@ fn edge(from: usize, to: usize, weight: f64, total: f64, nodes: &[PictureNode]) 
         label: format!("{weight}"),
         fraction: weight / total,
         dashed: false,
-        tooltip: format!("{} -> {} ({weight})", nodes[from].name, nodes.get(to).map_or("?", |n| &n.name)),
+        tooltip: format!(
+            "{} -> {} ({weight})",
+            nodes[from].name,
+            nodes.get(to).map_or("?", |n| &n.name)
+        ),
     }
 }
