@@ -756,8 +756,8 @@ impl Layered {
         fenwick.clear();
         fenwick.resize(size + 1, 0);
         let mut crossings = 0u64;
-        let mut inserted = 0u64;
-        for &(_, lower) in &pairs {
+        for (inserted, &(_, lower)) in pairs.iter().enumerate() {
+            let inserted = inserted as u64;
             // Count inserted entries with position <= lower.
             let mut not_greater = 0u64;
             let mut i = lower + 1;
@@ -771,7 +771,6 @@ impl Layered {
                 fenwick[i] += 1;
                 i += i & i.wrapping_neg();
             }
-            inserted += 1;
         }
         crossings
     }
@@ -1041,7 +1040,7 @@ impl Layered {
             .collect();
         ends.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         let count = ends.len() as f64;
-        let spacing = (0.6 * width / count.max(1.0)).min(10.0);
+        let spacing = (0.7 * width / count.max(1.0)).min(16.0);
         ends.iter()
             .enumerate()
             .map(|(i, &(_, _, link))| (link, (i as f64 - (count - 1.0) / 2.0) * spacing))

@@ -144,20 +144,20 @@ pub fn render_svg(picture: &GraphPicture) -> String {
 
     let mut svg = String::with_capacity(1024 + 600 * (picture.nodes.len() + picture.edges.len()));
     svg.push_str("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n");
-    let _ = write!(svg,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{w}pt\" height=\"{h}pt\" viewBox=\"0 0 {w} {h}\">\n",
+    let _ = writeln!(svg,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"{w}pt\" height=\"{h}pt\" viewBox=\"0 0 {w} {h}\">",
         w = num(width),
         h = num(height)
     );
-    let _ = write!(svg, "<title>{}</title>\n", escape(&picture.title));
-    let _ = write!(
+    let _ = writeln!(svg, "<title>{}</title>", escape(&picture.title));
+    let _ = writeln!(
         svg,
-        "<g id=\"graph\" font-family=\"{}\" fill=\"#000000\">\n",
+        "<g id=\"graph\" font-family=\"{}\" fill=\"#000000\">",
         escape(FONT_FAMILY)
     );
-    let _ = write!(
+    let _ = writeln!(
         svg,
-        "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>\n",
+        "<rect x=\"0\" y=\"0\" width=\"{}\" height=\"{}\" fill=\"#ffffff\"/>",
         num(width),
         num(height)
     );
@@ -174,9 +174,9 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 + padding
                 + i as f64 * LINE_HEIGHT * LEGEND_FONT_SIZE
                 + BASELINE * LEGEND_FONT_SIZE;
-            let _ = write!(
+            let _ = writeln!(
                 svg,
-                "<text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>\n",
+                "<text x=\"{}\" y=\"{}\" font-size=\"{}\">{}</text>",
                 num(margin + padding),
                 num(baseline),
                 num(LEGEND_FONT_SIZE),
@@ -185,9 +185,9 @@ pub fn render_svg(picture: &GraphPicture) -> String {
         }
         svg.push_str("</g>\n");
     }
-    let _ = write!(
+    let _ = writeln!(
         svg,
-        "<g id=\"callgraph\" transform=\"translate(0,{})\">\n",
+        "<g id=\"callgraph\" transform=\"translate(0,{})\">",
         num(graph_top)
     );
     // Edges first, so boxes are drawn over their ends.
@@ -217,9 +217,9 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 ),
             };
         }
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{}/>\n",
+            "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{}/>",
             path,
             color,
             num(pen),
@@ -229,9 +229,9 @@ pub fn render_svg(picture: &GraphPicture) -> String {
                 ""
             }
         );
-        let _ = write!(
+        let _ = writeln!(
             svg,
-            "<polygon points=\"{}\" fill=\"{color}\" stroke=\"{color}\" stroke-width=\"1\"/>\n",
+            "<polygon points=\"{}\" fill=\"{color}\" stroke=\"{color}\" stroke-width=\"1\"/>",
             arrowhead(route.arrow_tip, route.arrow_base, pen)
         );
         if let Some(label) = &route.label {
