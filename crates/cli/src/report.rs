@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{Profile, ReadOptions, Target};
+use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
+
+use crate::graph_output::{self, GraphFormat, GraphRequest, LayoutEngine, Viewer};
 use regex::Regex;
 
 /// Arguments of `cpuprof report`.
@@ -22,7 +25,10 @@ everything else is read as a profile. Several profiles are summed.
 Examples:
   cpuprof report --text ./prog prog.prof
   cpuprof report --lines --focus='^burn' --nodecount=20 ./prog prog.prof
-  cpuprof report --text --base=before.prof ./prog after.prof")]
+  cpuprof report --text --base=before.prof ./prog after.prof
+  cpuprof report --svg -o graph.svg ./prog prog.prof
+  cpuprof report --dot --nodecount=20 --focus=Mutex ./prog prog.prof | dot -Tpng > graph.png
+  cpuprof report --web ./prog prog.prof")]
 pub struct Args {
     #[command(flatten)]
     pub output: OutputArgs,
@@ -75,6 +81,9 @@ pub struct Args {
     /// Also look for separate debug files under DIR (default /usr/lib/debug).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dirs: Vec<PathBuf>,
+    /// Call graphs: who lays out --svg and --web (default: dot when installed, else builtin).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub layout: Option<LayoutEngine>,
     /// Write the report to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
@@ -91,6 +100,66 @@ pub struct OutputArgs {
     /// One line per node: flat, flat%, sum%, cum, cum%, name (the default).
     #[arg(long)]
     pub text: bool,
+    /// Call graph in Graphviz DOT.
+    #[arg(long)]
+    pub dot: bool,
+    /// Call graph in SVG (built-in layout, or dot when installed: see --layout).
+    #[arg(long)]
+    pub svg: bool,
+    /// Call graph in PostScript (needs dot).
+    #[arg(long)]
+    pub ps: bool,
+    /// Call graph in PDF (needs dot).
+    #[arg(long)]
+    pub pdf: bool,
+    /// Call graph in GIF (needs dot).
+    #[arg(long)]
+    pub gif: bool,
+    /// Call graph in PNG (needs dot).
+    #[arg(long)]
+    pub png: bool,
+    /// Call graph in PostScript, shown with gv (needs dot).
+    #[arg(long)]
+    pub gv: bool,
+    /// Call graph in PDF, shown with evince (needs dot).
+    #[arg(long)]
+    pub evince: bool,
+    /// Call graph in SVG, shown in $BROWSER (else xdg-open).
+    #[arg(long)]
+    pub web: bool,
+}
+
+impl OutputArgs {
+    /// The call-graph output asked for, if any.
+    fn graph(&self, layout: Option<LayoutEngine>, output: Option<PathBuf>) -> Option<GraphRequest> {
+        let (format, viewer) = if self.dot {
+            (GraphFormat::Dot, None)
+        } else if self.svg {
+            (GraphFormat::Svg, None)
+        } else if self.ps {
+            (GraphFormat::Ps, None)
+        } else if self.pdf {
+            (GraphFormat::Pdf, None)
+        } else if self.gif {
+            (GraphFormat::Gif, None)
+        } else if self.png {
+            (GraphFormat::Png, None)
+        } else if self.gv {
+            (GraphFormat::Ps, Some(Viewer::Gv))
+        } else if self.evince {
+            (GraphFormat::Pdf, Some(Viewer::Evince))
+        } else if self.web {
+            (GraphFormat::Svg, Some(Viewer::Web))
+        } else {
+            return None;
+        };
+        Some(GraphRequest {
+            format,
+            viewer,
+            layout,
+            output,
+        })
+    }
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -136,7 +205,12 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
-        loaded.push(load(path, &read_options, &symbolize_options, args.no_symbolize)?);
+        loaded.push(load(
+            path,
+            &read_options,
+            &symbolize_options,
+            args.no_symbolize,
+        )?);
     }
     let mut profile = sum(loaded)?;
     if let Some(base) = &args.base {
@@ -147,12 +221,43 @@ pub fn run(args: Args) -> Result<i32> {
 
     let options = report_options(&args, &profile)?;
     let stacks = Stacks::build(&profile, &options);
-    let graph = Graph::build(&stacks, false);
+    let graph_request = args.output.graph(args.layout, args.output_file.clone());
+    let graph = Graph::build(&stacks, graph_request.is_some());
+    if let Some(request) = graph_request {
+        let program = program_name(&binaries, &profile);
+        let call_graph = CallGraph::build(&program, &stacks, &graph, &options)?;
+        if call_graph.node_limit > 0 || call_graph.edge_limit > 0 {
+            // As pprof says it.
+            eprintln!(
+                "Dropping nodes with <= {} {unit}; edges with <= {} abs({unit})",
+                call_graph.node_limit,
+                call_graph.edge_limit,
+                unit = call_graph.unit
+            );
+        }
+        return graph_output::write(&call_graph, &request);
+    }
 
     let mut out = output(args.output_file.as_deref())?;
     text::write(&mut out, &stacks, &graph, &options)?;
     out.flush()?;
     Ok(0)
+}
+
+/// The program named in a call graph's legend: the first binary as given,
+/// else the first mapped file of the profile (the main executable).
+fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
+    binaries
+        .first()
+        .map(|path| path.display().to_string())
+        .or_else(|| {
+            profile
+                .mappings
+                .iter()
+                .find(|m| !m.path.is_empty())
+                .map(|m| m.path.clone())
+        })
+        .unwrap_or_else(|| "(unknown program)".to_string())
 }
 
 /// Splits the inputs into ELF binaries and profiles, by content.
@@ -244,7 +349,10 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
                     .enumerate()
                     .map(|(i, t)| format!("{i}={}", t.kind))
                     .collect();
-                format!("--sample_index={s}: the profile's sample types are {}", types.join(", "))
+                format!(
+                    "--sample_index={s}: the profile's sample types are {}",
+                    types.join(", ")
+                )
             })?,
         }),
     };

@@ -7,11 +7,15 @@
 //! [`Graph::build`] makes the call graph (flat and cumulative values per
 //! node, caller→callee edges); each output module renders one of them.
 //!
-//! [`layout`] places a directed graph in layers (boxes, smooth edges,
-//! labels) without Graphviz; [`svg`] draws a call graph
-//! ([`svg::GraphPicture`]) with it as standalone SVG.
+//! The call-graph outputs: [`callgraph::CallGraph`] trims the graph as
+//! pprof does (`--nodecount`, `--nodefraction`, `--edgefraction`,
+//! `--maxdegree`); [`dot`] writes it as Graphviz DOT; [`layout`] places a
+//! directed graph in layers (boxes, smooth edges, labels) without
+//! Graphviz, and [`svg`] draws the call graph with it as standalone SVG.
 #![deny(missing_docs)]
 
+pub mod callgraph;
+pub mod dot;
 pub mod graph;
 pub mod layout;
 pub mod names;
