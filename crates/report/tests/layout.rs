@@ -136,18 +136,13 @@ fn check_geometry(graph: &LayoutGraph, placed: &Layout) -> usize {
             route.arrow_tip,
             target
         );
-        let start_box = if route.reversed {
-            // A reversed edge leaves its source through the top; its
-            // start is the source border too.
-            source
-        } else {
-            source
-        };
+        // Upward (reversed) edges leave through the top of their source,
+        // the others through the bottom: either way on its border.
         assert!(
-            on_border((route.start.x, route.start.y), start_box),
+            on_border((route.start.x, route.start.y), source),
             "edge {index}: start {:?} not on source box {:?}",
             route.start,
-            start_box
+            source
         );
         let end = match route.segments.last().expect("a path has pieces") {
             PathSegment::Line(p) | PathSegment::Cubic(_, _, p) => *p,
@@ -448,4 +443,69 @@ fn heavier_edges_are_drawn_wider() {
         thinnest < 2.0 && widest == 5.0,
         "widths from {thinnest} to {widest}"
     );
+}
+
+mod random_graphs {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn graph_strategy() -> impl Strategy<Value = LayoutGraph> {
+        (1usize..24).prop_flat_map(|count| {
+            let nodes = proptest::collection::vec(
+                (
+                    proptest::collection::vec("[a-zA-Z_:<> ]{0,24}", 1..4),
+                    6.0f64..40.0,
+                ),
+                count,
+            );
+            let edges = proptest::collection::vec(
+                (0..count, 0..count, 0.0f64..1000.0, "[0-9]{0,6}"),
+                0..count * 3,
+            );
+            (nodes, edges).prop_map(|(nodes, edges)| LayoutGraph {
+                nodes: nodes
+                    .into_iter()
+                    .map(|(lines, font_size)| NodeSpec {
+                        lines: lines
+                            .into_iter()
+                            .enumerate()
+                            .map(|(i, text)| TextLine {
+                                text,
+                                align: [Align::Left, Align::Center, Align::Right][i % 3],
+                            })
+                            .collect(),
+                        font_size,
+                        min_width: 27.0,
+                        min_height: 18.0,
+                    })
+                    .collect(),
+                edges: edges
+                    .into_iter()
+                    .map(|(from, to, weight, label)| EdgeSpec {
+                        from,
+                        to,
+                        weight,
+                        label,
+                        label_font_size: 14.0,
+                        pen_width: 1.0 + weight / 250.0,
+                        arrow_length: 6.0 + weight / 250.0,
+                    })
+                    .collect(),
+            })
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        /// Any graph (cycles, self-loops, parallel edges, empty labels,
+        /// islands, odd text): every geometric promise holds and the
+        /// layout is deterministic.
+        #[test]
+        fn any_graph_keeps_every_geometric_promise(graph in graph_strategy()) {
+            let placed = layout(&graph, &LayoutOptions::default());
+            check_geometry(&graph, &placed);
+            prop_assert_eq!(placed, layout(&graph, &LayoutOptions::default()));
+        }
+    }
 }
