@@ -6,7 +6,8 @@
 //!   the same trimming options;
 //! - node local/cum equal the text report's flat/cum;
 //! - a node's local count plus its kept out-edges equal its cum, except
-//!   for exactly the out-edges trimming dropped;
+//!   for exactly the out-edges trimming dropped; the edges into a node
+//!   (not recursive, not the outermost frame) sum to its cum;
 //! - `--svg` (built-in and dot layouts), `-o`, `--web` without a display
 //!   and with `$BROWSER`, refusing binary output on a terminal, and a clear
 //!   message when `dot` is missing.
@@ -317,6 +318,28 @@ fn out_edges_account_for_cum_minus_local_up_to_dropped_edges() {
         checked += 1;
     }
     assert!(checked >= 6, "only {checked} nodes checked");
+    // And the edges into a node carry its cum, for every node that is
+    // never the outermost frame (those have no caller) and not recursive.
+    let mut into: HashMap<String, i64> = HashMap::new();
+    for &(from, to, weight) in &full.edges {
+        if from != to {
+            *into.entry(full.nodes[&to].name.clone()).or_default() += weight;
+        }
+    }
+    let mut callees_checked = 0;
+    for node in full.nodes.values() {
+        let recursive = full_out
+            .get(&node.name)
+            .is_some_and(|e| e.iter().any(|(to, _)| *to == node.name));
+        if let (Some(&sum), false) = (into.get(&node.name), recursive) {
+            assert_eq!(sum, node.cum, "edges into {}", node.name);
+            callees_checked += 1;
+        }
+    }
+    assert!(
+        callees_checked >= 6,
+        "only {callees_checked} callees checked"
+    );
     // Trimmed: what is missing is exactly the weight of the dropped edges.
     let mut with_drops = 0;
     for node in trimmed.nodes.values() {
