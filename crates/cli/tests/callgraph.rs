@@ -538,6 +538,29 @@ fn web_prints_the_path_without_a_display_and_opens_browser_with_one() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("no display"));
     assert!(std::fs::read_to_string(&file).unwrap().contains("<svg"));
 
+    // --gv and --evince: PostScript and PDF through dot, into a temporary
+    // file whose path is printed.
+    if require_tool("dot") {
+        for (flag, magic) in [("--gv", "%!PS"), ("--evince", "%PDF")] {
+            let out = run(cpuprof()
+                .env_remove("DISPLAY")
+                .env_remove("WAYLAND_DISPLAY")
+                .args(["report", flag])
+                .arg(&case.binary)
+                .arg(&case.profile));
+            assert!(
+                out.status.success(),
+                "{flag}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let path = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+            let bytes =
+                std::fs::read(&path).unwrap_or_else(|e| panic!("{flag}: {}: {e}", path.display()));
+            assert!(bytes.starts_with(magic.as_bytes()), "{flag}");
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
     // With a display, $BROWSER gets the file.
     let browser = dir.path().join("browser.sh");
     let opened = dir.path().join("opened.txt");
