@@ -124,7 +124,7 @@ mod tests {
     #[test]
     fn pen_widths_follow_pprof() {
         assert_eq!(pen_width(50, 100, DotTarget::Plain), 2.0);
-        assert_eq!(pen_width(10, 100, DotTarget::Plain), 0.6000000000000001);
+        assert!((pen_width(10, 100, DotTarget::Plain) - 0.6).abs() < 1e-12);
         assert_eq!(pen_width(10, 100, DotTarget::Svg), 1.0);
         assert_eq!(pen_width(1, 0, DotTarget::Plain), 0.0);
     }

@@ -24,8 +24,9 @@
 //!    `Σ w(e)·(x(u) − x(v))²`, each layer solved exactly under its
 //!    separation constraints by weighted isotonic regression (pool
 //!    adjacent violators). The constraints are what guarantees that no two
-//!    boxes overlap; the weights (heavier between dummies) keep long edges
-//!    straight;
+//!    boxes overlap; the weights (32× between dummies, 4× between a box and
+//!    a dummy, as dot's Ω but steeper) pull long edges towards straight
+//!    lines, though they still bend where the layers they cross are crowded;
 //! 6. routing: edges run straight down through the layers they cross (in
 //!    space reserved for them) and bend only between layers, as cubic
 //!    pieces with vertical tangents, so the path is smooth.
@@ -649,7 +650,7 @@ impl Layered {
             for pair in chain.windows(2) {
                 let dummies = usize::from(slots[pair[0]].node.is_none())
                     + usize::from(slots[pair[1]].node.is_none());
-                // dot's Ω: straight long edges matter most.
+                // dot's Ω (1, 2, 8), steeper: straight long edges matter most.
                 let omega = [1.0, 4.0, 32.0][dummies];
                 links.push(Link {
                     upper: pair[0],
