@@ -3,6 +3,7 @@
 
 mod convert;
 mod demo;
+mod graph_output;
 mod record;
 mod report;
 
