@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod error;
+pub mod gmon;
 pub mod gperftools;
 pub mod merge;
 pub mod model;
