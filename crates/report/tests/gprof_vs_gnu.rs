@@ -1,0 +1,121 @@
+//! `--gprof` against GNU gprof: gmon.out files written by real `gcc -pg`
+//! programs, built and run at test time (PIE and non-PIE), must give the
+//! same `gprof -b` report line for line.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cpuprof_profile::gmon;
+use cpuprof_report::gprof::{write_report, GprofSymbols};
+
+fn require_tool(name: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {name}"))
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if !found {
+        if std::env::var("CPUPROF_REQUIRE_PEERS").as_deref() == Ok("1") {
+            panic!("{name} is required (CPUPROF_REQUIRE_PEERS=1) but not installed");
+        }
+        eprintln!("SKIPPED: {name} is not installed; this test compares against it");
+    }
+    found
+}
+
+/// Builds `workloads/<source>` with `flags`, runs it with `args` in a
+/// fresh directory and returns (binary, gmon.out).
+fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (PathBuf, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(&format!("gprof-{tag}-"))
+        .tempdir()
+        .unwrap()
+        .keep();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads").join(source);
+    let bin = dir.join("prog");
+    let status = Command::new("gcc")
+        .args(flags)
+        .arg("-pg")
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(status.success(), "gcc failed");
+    let status = Command::new(&bin).args(args).current_dir(&dir).status().unwrap();
+    assert!(status.success());
+    let gmon = dir.join("gmon.out");
+    assert!(gmon.exists(), "the program wrote no gmon.out");
+    (bin, gmon)
+}
+
+fn gnu_gprof(bin: &Path, gmons: &[&Path]) -> String {
+    let out = Command::new("gprof").arg("-b").arg(bin).args(gmons).output().unwrap();
+    assert!(out.status.success(), "gprof: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn ours(bin: &Path, gmons: &[&Path]) -> String {
+    let exe = std::fs::read(bin).unwrap();
+    let symbols = GprofSymbols::from_elf(&exe).unwrap();
+    let mut sum: Option<gmon::GmonFile> = None;
+    for g in gmons {
+        let f = gmon::read(&std::fs::read(g).unwrap(), None).unwrap();
+        match &mut sum {
+            None => sum = Some(f),
+            Some(s) => s.merge(f).unwrap(),
+        }
+    }
+    let mut out = Vec::new();
+    write_report(&sum.unwrap(), &symbols, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+fn assert_same(ours: &str, theirs: &str, what: &str) {
+    if ours != theirs {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        let _ = std::fs::write(dir.join(format!("{what}.ours.txt")), ours);
+        let _ = std::fs::write(dir.join(format!("{what}.gprof.txt")), theirs);
+    }
+    let a: Vec<&str> = ours.lines().collect();
+    let b: Vec<&str> = theirs.lines().collect();
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert_eq!(x, y, "{what}: line {} differs\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}", i + 1);
+    }
+    assert_eq!(a.len(), b.len(), "{what}: line counts differ\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}");
+}
+
+fn check(flags: &[&str], tag: &str, expect_cycle: bool) {
+    if !require_tool("gprof") || !require_tool("gcc") {
+        return;
+    }
+    let (bin, gmon1) = build_and_run("callgraph.c", flags, &["300"], tag);
+    let theirs = gnu_gprof(&bin, &[&gmon1]);
+    assert_eq!(theirs.contains("<cycle 1 as a whole>"), expect_cycle, "{theirs}");
+    assert_same(&ours(&bin, &[&gmon1]), &theirs, tag);
+    // A second run: two gmon files sum like `gprof -s`.
+    let dir = bin.parent().unwrap();
+    let gmon2 = dir.join("second.gmon");
+    std::fs::rename(&gmon1, &gmon2).unwrap();
+    let status = Command::new(&bin).arg("200").current_dir(dir).status().unwrap();
+    assert!(status.success());
+    let theirs = gnu_gprof(&bin, &[&gmon2, &gmon1]);
+    assert_same(&ours(&bin, &[&gmon2, &gmon1]), &theirs, &format!("{tag} summed"));
+}
+
+#[test]
+fn gprof_report_matches_gnu_gprof_pie() {
+    check(&["-O1", "-pie", "-fPIE"], "pie", true);
+}
+
+#[test]
+fn gprof_report_matches_gnu_gprof_non_pie() {
+    check(&["-O1", "-no-pie", "-fno-PIE"], "nopie", true);
+}
+
+#[test]
+fn gprof_report_matches_gnu_gprof_o2() {
+    // gcc -O2 turns the mutual recursion into loops and fa into a tail call.
+    check(&["-O2", "-no-pie"], "o2", false);
+}
