@@ -42,6 +42,10 @@ pub struct GprofSymbol {
     /// An ELF function symbol (arcs into other symbols go back to the
     /// function containing them).
     pub is_func: bool,
+    /// The source file of the symbol's first instruction, when debug
+    /// information says (gprof prints it after static functions in the
+    /// index).
+    pub file: Option<String>,
 }
 
 /// gprof's view of an executable's symbols, sorted by address.
@@ -82,6 +86,7 @@ impl GprofSymbols {
                 end: 0,
                 is_static: class == 't',
                 is_func: !has_func_syms || elf_type(&sym) == Some(STT_FUNC),
+                file: None,
             });
         }
         if raw.is_empty() {
@@ -90,6 +95,14 @@ impl GprofSymbols {
         Ok(GprofSymbols {
             symbols: finalize(raw, text_end),
         })
+    }
+
+    /// Sets each symbol's source file from `source_file(address)` (the
+    /// symbolizer's file for the symbol's first instruction).
+    pub fn set_source_files(&mut self, source_file: impl Fn(u64) -> Option<String>) {
+        for s in &mut self.symbols {
+            s.file = source_file(s.address);
+        }
     }
 
     /// The start addresses, for [`cpuprof_profile::gmon::to_profile`].
@@ -300,7 +313,8 @@ struct Analysis {
     print_time: f64,
     has_histogram: bool,
     has_arcs: bool,
-    is_static: Vec<bool>,
+    /// The source file printed after each static function in the index.
+    static_files: Vec<Option<String>>,
 }
 
 impl Analysis {
@@ -325,7 +339,11 @@ impl Analysis {
             print_time: 0.0,
             has_histogram: first.is_some(),
             has_arcs: !gmon.arcs.is_empty(),
-            is_static: symbols.symbols.iter().map(|s| s.is_static).collect(),
+            static_files: symbols
+                .symbols
+                .iter()
+                .map(|s| s.file.clone().filter(|_| s.is_static))
+                .collect(),
         };
         a.assign_samples(gmon, symbols);
         for arc in &gmon.arcs {
@@ -1159,6 +1177,11 @@ impl Analysis {
                 };
                 out.push_str(&name);
                 col += name.len();
+                if let Some(file) = self.static_files.get(n).and_then(|f| f.as_deref()) {
+                    let base = file.rsplit('/').next().unwrap_or(file);
+                    let _ = write!(out, " ({base})");
+                    col += base.len() + 3;
+                }
                 starting_col += column_width;
                 j += rows;
             }
