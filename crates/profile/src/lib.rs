@@ -13,6 +13,9 @@ pub mod error;
 pub mod gmon;
 pub mod gperftools;
 pub mod merge;
+pub mod proto;
+#[cfg(test)]
+mod testgen;
 pub mod model;
 
 pub use error::ParseError;
