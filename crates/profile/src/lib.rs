@@ -9,6 +9,7 @@
 //! [`merge`] sums several profiles into one.
 #![deny(missing_docs)]
 
+pub mod collapsed;
 pub mod error;
 pub mod gmon;
 pub mod gperftools;
