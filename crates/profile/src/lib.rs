@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod collapsed;
+pub mod dcpi;
 pub mod error;
 pub mod gmon;
 pub mod gperftools;
