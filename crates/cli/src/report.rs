@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use cpuprof_profile::{Profile, ReadOptions, Target};
+use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
 use regex::Regex;
 
@@ -69,6 +69,9 @@ pub struct Args {
     /// Keep the profiler's own signal-handling frames.
     #[arg(long = "keep-profiler-frames")]
     pub keep_profiler_frames: bool,
+    /// DCPI database directories: read only this epoch (subdirectory).
+    #[arg(long, value_name = "EPOCH")]
+    pub epoch: Option<String>,
     /// Do not symbolize (print addresses).
     #[arg(long = "no-symbolize")]
     pub no_symbolize: bool,
@@ -91,6 +94,10 @@ pub struct OutputArgs {
     /// One line per node: flat, flat%, sum%, cum, cum%, name (the default).
     #[arg(long)]
     pub text: bool,
+    /// gprof's own report (`gprof -b`: flat profile, call graph, index) of
+    /// gmon.out files; needs the executable. Several files are summed.
+    #[arg(long)]
+    pub gprof: bool,
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -131,8 +138,12 @@ pub fn run(args: Args) -> Result<i32> {
     if profiles.is_empty() {
         bail!("no profile given: every input is an ELF binary");
     }
+    if args.output.gprof {
+        return gprof_report(&args, &binaries, &profiles);
+    }
     let symbolize_options = symbolize_options(&args, &binaries);
-    let read_options = read_options(&binaries);
+    let mut read_options = cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
+    read_options.dcpi_epoch = args.epoch.clone();
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
@@ -174,19 +185,34 @@ fn classify_inputs(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((binaries, profiles))
 }
 
-/// Pointer width and byte order from the first binary's ELF header (for
-/// formats whose files do not record them).
-fn read_options(binaries: &[PathBuf]) -> ReadOptions {
-    let target = binaries.first().and_then(|path| {
-        let mut ident = [0u8; 6];
-        let mut f = File::open(path).ok()?;
-        io::Read::read_exact(&mut f, &mut ident).ok()?;
-        Some(Target {
-            pointer_size: if ident[4] == 1 { 4 } else { 8 },
-            big_endian: ident[5] == 2,
-        })
-    });
-    ReadOptions { target }
+/// `--gprof`: gprof's brief report of the summed gmon.out files.
+fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Result<i32> {
+    let Some(binary) = binaries.first() else {
+        bail!("--gprof needs the executable the gmon.out files were written by");
+    };
+    let exe = std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
+    let symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
+    let target = cpuprof_report::executable::elf_target(&exe);
+    let mut sum: Option<gmon::GmonFile> = None;
+    for path in profiles {
+        let data = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let options = ReadOptions { target, ..ReadOptions::default() };
+        match cpuprof_profile::detect_format_with(&data, &options) {
+            Some(Format::Gmon) => {}
+            Some(other) => bail!("{}: a {}, but --gprof reads gmon.out files only", path.display(), other.name()),
+            None => {}
+        }
+        let file = gmon::read(&data, target).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        match &mut sum {
+            None => sum = Some(file),
+            Some(s) => s.merge(file).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        }
+    }
+    let mut out = output(args.output_file.as_deref())?;
+    cpuprof_report::gprof::write_report(&sum.expect("at least one profile"), &symbols, &mut out)?;
+    out.flush()?;
+    Ok(0)
 }
 
 fn symbolize_options(args: &Args, binaries: &[PathBuf]) -> cpuprof_symbolize::Options {
@@ -207,14 +233,29 @@ fn load(
     symbolize_options: &cpuprof_symbolize::Options,
     no_symbolize: bool,
 ) -> Result<Profile> {
+    if path.is_dir() {
+        // A DCPI database: epochs of one profile per image.
+        let mut profile = cpuprof_profile::dcpi::load_database(path, read_options.dcpi_epoch.as_deref())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
+        if !no_symbolize {
+            for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
+                eprintln!("cpuprof: warning: {warning}");
+            }
+        }
+        return Ok(profile);
+    }
     let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     // SAFETY: the map is read-only and lives only while parsing; a profile
     // truncated by another process while we read it gives a parse error or
     // SIGBUS, as any reader of a file being rewritten would.
     let data = unsafe { memmap2::Mmap::map(&file) }
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    let (_, mut profile) = cpuprof_profile::read_profile(&data, read_options)
+    let (format, mut profile) = cpuprof_profile::read_profile(&data, read_options)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if format == Format::Dcpi {
+        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
+    }
     if !no_symbolize {
         for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
             eprintln!("cpuprof: warning: {warning}");

@@ -31,6 +31,12 @@ use crate::error::ParseError;
 use crate::model::{Mapping, MappingId, Profile, ValueType};
 
 const FORMAT: &str = "DCPI profile";
+/// The header line cpuprof adds (an unknown line to DCPI tools, which keep
+/// it): the file offset of `tstart` in the image, in hex. Without it the
+/// mapping's offset is unknown (0) until the image's ELF file says
+/// (see the report crate's `executable::resolve_dcpi_offsets`).
+pub const OFFSET_KEY: &str = "cpuprof-offset";
+
 /// Prefix of the comments that keep DCPI header lines in the model.
 pub const HEADER_COMMENT: &str = "dcpi ";
 
@@ -76,6 +82,8 @@ pub struct DcpiProfile {
     pub cpucount: Option<u64>,
     /// `path`: the image's file, if present.
     pub path: Option<String>,
+    /// The file offset of `tstart` from cpuprof's own header line, if any.
+    pub file_offset: Option<u64>,
     /// The chunks, in file order.
     pub chunks: Vec<Chunk>,
 }
@@ -155,6 +163,7 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
         cpuimplv: None,
         cpucount: None,
         path: None,
+        file_offset: None,
         chunks: Vec::new(),
     };
     let mut seen: Vec<&'static str> = Vec::new();
@@ -194,6 +203,9 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
             _ => None,
         };
         let Some(key) = known else {
+            if key == OFFSET_KEY {
+                p.file_offset = hex(value);
+            }
             continue; // unknown: kept in `header`, in order
         };
         if seen.contains(&key) {
@@ -414,7 +426,7 @@ pub fn to_profile(profiles: &[DcpiProfile]) -> Result<Profile, String> {
         let m = Mapping {
             start: p.tstart,
             limit: p.tstart.saturating_add(p.tsize),
-            offset: 0,
+            offset: p.file_offset.unwrap_or(0),
             path: p.path.clone().unwrap_or_default(),
             perms: "r-xp".into(),
             ..Mapping::default()
@@ -511,15 +523,15 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
     let mut out = Vec::new();
     for (n, (mapping, mut counts)) in per_image.into_iter().enumerate() {
         counts.sort_unstable();
-        let (tstart, tsize, path, build_id) = match mapping {
+        let (tstart, tsize, file_offset, path, build_id) = match mapping {
             Some(m) => {
                 let m = profile.mapping(m);
-                (m.start, m.limit - m.start, m.path.clone(), m.build_id.clone())
+                (m.start, m.limit - m.start, m.offset, m.path.clone(), m.build_id.clone())
             }
             None => {
                 let lo = counts.first().map_or(0, |c| c.0);
                 let hi = counts.last().map_or(0, |c| c.0);
-                (lo, hi - lo + 1, String::new(), String::new())
+                (lo, hi - lo + 1, 0, String::new(), String::new())
             }
         };
         let image = build_id
@@ -553,6 +565,9 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
             if !path.is_empty() {
                 h.push(format!("path {path}"));
             }
+            // Not a DCPI key: an unknown line (kept by DCPI tools) with the
+            // file offset of tstart, so the mapping converts back exactly.
+            h.push(format!("{OFFSET_KEY} {file_offset:x}"));
             h
         } else {
             kept
@@ -672,6 +687,13 @@ pub fn read_database(dir: &Path, epoch: Option<&str>) -> Result<Vec<(PathBuf, Dc
         return Err(format!("{}: no DCPI profiles in its epoch directories", dir.display()));
     }
     Ok(out)
+}
+
+/// Reads a DCPI database directory into one model: every image of every
+/// epoch (or of `epoch` only), summed.
+pub fn load_database(dir: &Path, epoch: Option<&str>) -> Result<Profile, String> {
+    let profiles: Vec<DcpiProfile> = read_database(dir, epoch)?.into_iter().map(|(_, p)| p).collect();
+    to_profile(&profiles).map_err(|e| format!("{}: {e}", dir.display()))
 }
 
 /// Writes `profiles` as a DCPI database under `dir`: `dir/EPOCH/IMAGE`

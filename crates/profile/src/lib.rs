@@ -71,6 +71,9 @@ pub struct ReadOptions {
     /// addresses, given to profiles that hold link-time addresses of the
     /// executable (gmon.out) so that the symbolizer finds the file.
     pub executable_mappings: Vec<Mapping>,
+    /// For a DCPI database directory: read only this epoch (a
+    /// subdirectory name) instead of all of them.
+    pub dcpi_epoch: Option<String>,
 }
 
 /// The pointer width and byte order of a program.
