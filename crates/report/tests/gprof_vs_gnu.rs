@@ -32,7 +32,7 @@ fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (Pat
         .tempdir()
         .unwrap()
         .keep();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/workloads").join(source);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads").join(source);
     let bin = dir.join("prog");
     let status = Command::new("gcc")
         .args(flags)
