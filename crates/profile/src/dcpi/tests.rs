@@ -221,3 +221,81 @@ fn epoch_of_formats_utc() {
     assert_eq!(epoch_of(1_709_211_900 * 1_000_000_000), "2402291305");
     assert_eq!(epoch_of(0), "7001010000");
 }
+
+mod properties {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn any_dcpi() -> impl Strategy<Value = DcpiProfile> {
+        (
+            vec("[a-z][a-z0-9_-]{0,8}[ \t]{1,3}[!-~][ -~]{0,20}", 0..4),
+            any::<u32>(),
+            0u64..1 << 40,
+            vec((0u32..100, vec(0u32..5000, 1..10)), 0..5),
+            prop_oneof![Just("cycles"), Just("cpu"), Just("dmiss")],
+        )
+            .prop_map(|(unknown, image, tstart, chunks, event)| {
+                let mut header = vec![
+                    "version pdb-0.06".to_string(),
+                    format!("image {image:x}"),
+                    "epoch 9911302359".into(),
+                    "platform x86_64".into(),
+                    format!("event {event}"),
+                    "period 1000".into(),
+                    format!("tstart {tstart:x}"),
+                    "tsize 100000".into(),
+                    "cpuspeed 500".into(),
+                ];
+                // Unknown lines anywhere in the header.
+                for (i, u) in unknown.into_iter().enumerate() {
+                    if !u.starts_with("samples") && !KNOWN.iter().any(|k| u.split([' ', '\t']).next() == Some(*k)) {
+                        header.insert((i * 3) % header.len(), u);
+                    }
+                }
+                let mut text = header.join("\n") + "\nsamples\n";
+                let mut next = 0u64;
+                let mut bin = Vec::new();
+                for (gap, counts) in chunks {
+                    let offset = next + u64::from(gap);
+                    next = offset + counts.len() as u64;
+                    bin.push(Chunk { offset: offset as u32, counts });
+                }
+                let mut p = read(&[std::mem::take(&mut text).into_bytes(), vec![0; 8]].concat()).unwrap();
+                p.chunks = bin;
+                p
+            })
+    }
+
+    const KNOWN: [&str; 13] = [
+        "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed", "cpuamask",
+        "cpuimplv", "cpucount", "path",
+    ];
+
+    proptest! {
+        #[test]
+        fn write_then_read_gives_the_same_profile(p in any_dcpi()) {
+            let mut out = Vec::new();
+            write(&p, &mut out).unwrap();
+            prop_assert_eq!(&read(&out).unwrap(), &p);
+        }
+
+        #[test]
+        fn model_round_trip_keeps_counts_and_header(p in any_dcpi()) {
+            let model = to_profile(std::slice::from_ref(&p)).unwrap();
+            prop_assert!(model.validate().is_ok());
+            let (back, notes) = from_profile(&model);
+            prop_assert!(notes.is_empty(), "{:?}", notes);
+            let nonzero = |p: &DcpiProfile| -> Vec<(u64, u32)> {
+                p.chunks.iter().flat_map(|c| c.counts.iter().enumerate().filter(|(_, n)| **n > 0).map(move |(i, n)| (u64::from(c.offset) + i as u64, *n))).collect()
+            };
+            if nonzero(&p).is_empty() {
+                prop_assert!(back.is_empty());
+            } else {
+                prop_assert_eq!(back.len(), 1);
+                prop_assert_eq!(&back[0].header, &p.header);
+                prop_assert_eq!(nonzero(&back[0]), nonzero(&p));
+            }
+        }
+    }
+}

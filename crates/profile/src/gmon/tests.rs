@@ -363,3 +363,81 @@ fn merge_sums_like_gprof_s() {
     assert_eq!(f.histograms[0].bins, vec![2, 4, 6, 8]);
     assert_eq!(f.arcs[0].count, 6);
 }
+
+mod properties {
+    use super::*;
+    use proptest::collection::vec;
+    use proptest::prelude::*;
+
+    fn any_target() -> impl Strategy<Value = Target> {
+        (any::<bool>(), any::<bool>()).prop_map(|(w, e)| Target {
+            pointer_size: if w { 8 } else { 4 },
+            big_endian: e,
+        })
+    }
+
+    /// Any GNU-format file: disjoint histograms of one scale with bins
+    /// past u16, arcs past u32, basic blocks.
+    fn any_gmon() -> impl Strategy<Value = GmonFile> {
+        (
+            any_target(),
+            1u64..4,
+            vec((0u64..1000, vec(0u64..200_000, 1..20)), 0..3),
+            vec((0u64..1 << 20, 0u64..1 << 20, 1u64..1 << 34), 0..6),
+            vec((0u64..1 << 20, 1u64..1 << 20), 0..4),
+        )
+            .prop_map(|(target, scale, hists, arcs, blocks)| {
+                let mut f = GmonFile::new(target);
+                let mut next = 0x1000u64;
+                for (gap, bins) in hists {
+                    let low = next + gap * 2;
+                    let high = low + bins.len() as u64 * scale * 2;
+                    next = high;
+                    f.histograms.push(Histogram {
+                        low_pc: low,
+                        high_pc: high,
+                        prof_rate: 100,
+                        dimension: "seconds".into(),
+                        dimension_abbrev: b's',
+                        bins,
+                    });
+                }
+                let mask = if target.pointer_size == 4 { 0xffff_ffff } else { u64::MAX };
+                let mut t = ArcTable::default();
+                for (a, b, c) in arcs {
+                    t.add(a & mask, b & mask, c);
+                }
+                f.arcs = t.arcs;
+                let mut bt = BlockTable::default();
+                for (a, c) in blocks {
+                    bt.add(a, c);
+                }
+                f.basic_blocks = bt.blocks;
+                f
+            })
+    }
+
+    proptest! {
+        #[test]
+        fn write_then_read_gives_the_same_file(f in any_gmon()) {
+            let mut out = Vec::new();
+            write(&f, &mut out).unwrap();
+            prop_assert_eq!(&read(&out, Some(f.target)).unwrap(), &f);
+        }
+
+        #[test]
+        fn model_round_trip_keeps_the_file(f in any_gmon()) {
+            let p = to_profile(&f, None);
+            prop_assert!(p.validate().is_ok());
+            let (back, notes) = from_profile(&p);
+            prop_assert!(notes.is_empty(), "{:?}", notes);
+            prop_assert_eq!(&back.histograms, &f.histograms);
+            prop_assert_eq!(&back.arcs, &f.arcs);
+            prop_assert_eq!(&back.basic_blocks, &f.basic_blocks);
+            let mut out = Vec::new();
+            write(&back, &mut out).unwrap();
+            let again = to_profile(&read(&out, Some(back.target)).unwrap(), None);
+            prop_assert_eq!(again, p);
+        }
+    }
+}
