@@ -78,7 +78,8 @@ pub fn run(args: Args) -> Result<i32> {
     if profiles.is_empty() {
         bail!("no profile given: every input is an ELF binary");
     }
-    let mut options = cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
+    let mut options =
+        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
     options.dcpi_epoch = args.epoch.clone();
     let symbolize = !args.no_symbolize && matches!(args.to, Target::Pprof | Target::Collapsed);
     let mut loaded = Vec::new();
@@ -105,15 +106,22 @@ fn is_elf(path: &Path) -> bool {
         .is_ok_and(|_| &magic == b"\x7fELF")
 }
 
-fn load(path: &Path, options: &ReadOptions, binaries: &[PathBuf], symbolize: bool) -> Result<Profile> {
+fn load(
+    path: &Path,
+    options: &ReadOptions,
+    binaries: &[PathBuf],
+    symbolize: bool,
+) -> Result<Profile> {
     let mut profile = if path.is_dir() {
-        let mut p = dcpi::load_database(path, options.dcpi_epoch.as_deref()).map_err(|e| anyhow::anyhow!(e))?;
+        let mut p = dcpi::load_database(path, options.dcpi_epoch.as_deref())
+            .map_err(|e| anyhow::anyhow!(e))?;
         cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
         p
     } else {
-        let data = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let (format, mut p) =
-            cpuprof_profile::read_profile(&data, options).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let data =
+            std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let (format, mut p) = cpuprof_profile::read_profile(&data, options)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         if format == Format::Dcpi {
             cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
         }
@@ -132,9 +140,9 @@ fn load(path: &Path, options: &ReadOptions, binaries: &[PathBuf], symbolize: boo
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {
-    Ok(BufWriter::new(
-        File::create(path).with_context(|| format!("{}: cannot create", path.display()))?,
-    ))
+    Ok(BufWriter::new(File::create(path).with_context(|| {
+        format!("{}: cannot create", path.display())
+    })?))
 }
 
 /// Writes the profile in the target format; returns what was dropped.
@@ -148,11 +156,11 @@ fn write(profile: &Profile, args: &Args) -> Result<Vec<String>> {
             f.flush()?;
         }
         Target::Gperftools => {
-            if profile
-                .samples
-                .iter()
-                .any(|s| s.locations.first().is_some_and(|&l| profile.location(l).address == 0))
-            {
+            if profile.samples.iter().any(|s| {
+                s.locations
+                    .first()
+                    .is_some_and(|&l| profile.location(l).address == 0)
+            }) {
                 bail!(
                     "the profile has stacks without addresses (collapsed stacks hold names only): a gperftools profile needs program addresses"
                 );
@@ -208,7 +216,10 @@ fn sample_index(profile: &Profile, flag: Option<&str>) -> Result<usize> {
             .enumerate()
             .map(|(i, t)| format!("{i}={}", t.kind))
             .collect();
-        format!("--sample_index={s}: the profile's sample types are {}", types.join(", "))
+        format!(
+            "--sample_index={s}: the profile's sample types are {}",
+            types.join(", ")
+        )
     })
 }
 
@@ -232,7 +243,9 @@ fn gperftools_losses(p: &Profile) -> Vec<String> {
         .samples
         .iter()
         .filter(|s| {
-            let i = p.sample_index("samples").unwrap_or(p.default_sample_index());
+            let i = p
+                .sample_index("samples")
+                .unwrap_or(p.default_sample_index());
             s.values.get(i).copied().unwrap_or(0) <= 0
         })
         .count();
@@ -265,10 +278,16 @@ fn collapsed_losses(p: &Profile, index: usize) -> Vec<String> {
             .filter(|(i, _)| *i != index)
             .map(|(_, t)| format!("{}/{}", t.kind, t.unit))
             .collect();
-        notes.push(format!("sample types {} (collapsed stacks hold one value)", others.join(", ")));
+        notes.push(format!(
+            "sample types {} (collapsed stacks hold one value)",
+            others.join(", ")
+        ));
     }
     if p.locations.iter().any(|l| !l.lines.is_empty()) {
-        notes.push("addresses, files and line numbers of symbolized frames (collapsed stacks hold names)".into());
+        notes.push(
+            "addresses, files and line numbers of symbolized frames (collapsed stacks hold names)"
+                .into(),
+        );
     }
     if !p.mappings.is_empty() {
         notes.push("mappings".into());

@@ -142,12 +142,18 @@ pub fn run(args: Args) -> Result<i32> {
         return gprof_report(&args, &binaries, &profiles);
     }
     let symbolize_options = symbolize_options(&args, &binaries);
-    let mut read_options = cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
+    let mut read_options =
+        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
     read_options.dcpi_epoch = args.epoch.clone();
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
-        loaded.push(load(path, &read_options, &symbolize_options, args.no_symbolize)?);
+        loaded.push(load(
+            path,
+            &read_options,
+            &symbolize_options,
+            args.no_symbolize,
+        )?);
     }
     let mut profile = sum(loaded)?;
     if let Some(base) = &args.base {
@@ -190,23 +196,35 @@ fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Resu
     let Some(binary) = binaries.first() else {
         bail!("--gprof needs the executable the gmon.out files were written by");
     };
-    let exe = std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
+    let exe =
+        std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
     let symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
         .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
     let target = cpuprof_report::executable::elf_target(&exe);
     let mut sum: Option<gmon::GmonFile> = None;
     for path in profiles {
-        let data = std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let options = ReadOptions { target, ..ReadOptions::default() };
+        let data =
+            std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let options = ReadOptions {
+            target,
+            ..ReadOptions::default()
+        };
         match cpuprof_profile::detect_format_with(&data, &options) {
             Some(Format::Gmon) => {}
-            Some(other) => bail!("{}: a {}, but --gprof reads gmon.out files only", path.display(), other.name()),
+            Some(other) => bail!(
+                "{}: a {}, but --gprof reads gmon.out files only",
+                path.display(),
+                other.name()
+            ),
             None => {}
         }
-        let file = gmon::read(&data, target).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let file =
+            gmon::read(&data, target).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         match &mut sum {
             None => sum = Some(file),
-            Some(s) => s.merge(file).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            Some(s) => s
+                .merge(file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
         }
     }
     let mut out = output(args.output_file.as_deref())?;
@@ -235,8 +253,9 @@ fn load(
 ) -> Result<Profile> {
     if path.is_dir() {
         // A DCPI database: epochs of one profile per image.
-        let mut profile = cpuprof_profile::dcpi::load_database(path, read_options.dcpi_epoch.as_deref())
-            .map_err(|e| anyhow::anyhow!(e))?;
+        let mut profile =
+            cpuprof_profile::dcpi::load_database(path, read_options.dcpi_epoch.as_deref())
+                .map_err(|e| anyhow::anyhow!(e))?;
         cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
         if !no_symbolize {
             for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
@@ -285,7 +304,10 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
                     .enumerate()
                     .map(|(i, t)| format!("{i}={}", t.kind))
                     .collect();
-                format!("--sample_index={s}: the profile's sample types are {}", types.join(", "))
+                format!(
+                    "--sample_index={s}: the profile's sample types are {}",
+                    types.join(", ")
+                )
             })?,
         }),
     };

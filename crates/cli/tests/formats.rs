@@ -8,7 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cpuprof_profile::{gperftools, proto};
-use cpuprof_testkit::{build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, TempDir, TextReport};
+use cpuprof_testkit::{
+    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, TempDir,
+    TextReport,
+};
 
 fn cpuprof() -> Command {
     Command::new(env!("CARGO_BIN_EXE_cpuprof"))
@@ -45,17 +48,35 @@ fn go_top(text: &str) -> Vec<(i64, i64, String)> {
 #[test]
 fn go_pprof_reads_our_proto_with_the_same_top_functions() {
     let dir = TempDir::new().unwrap();
-    let Some((spin, prof)) = spin_profile(dir.path()) else { return };
+    let Some((spin, prof)) = spin_profile(dir.path()) else {
+        return;
+    };
     if !require_tool("pprof") {
         return;
     }
     let pb = dir.path().join("spin.pb.gz");
-    run_stdout(cpuprof().args(["convert"]).arg(&spin).arg(&prof).arg("-o").arg(&pb).args(["--to", "pprof"]));
-    let ours = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof)));
-    let theirs = go_top(&run_stdout(Command::new("pprof").args(["-top", "-nodecount=100"]).arg(&pb)));
+    run_stdout(
+        cpuprof()
+            .args(["convert"])
+            .arg(&spin)
+            .arg(&prof)
+            .arg("-o")
+            .arg(&pb)
+            .args(["--to", "pprof"]),
+    );
+    let ours = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof),
+    ));
+    let theirs = go_top(&run_stdout(
+        Command::new("pprof")
+            .args(["-top", "-nodecount=100"])
+            .arg(&pb),
+    ));
     assert!(ours.total > 0);
     for name in ["burn_a", "burn_b", "burn_c"] {
-        let a = ours.row(name).unwrap_or_else(|| panic!("{name} not in our report"));
+        let a = ours
+            .row(name)
+            .unwrap_or_else(|| panic!("{name} not in our report"));
         let b = theirs
             .iter()
             .find(|r| r.2 == name)
@@ -63,8 +84,17 @@ fn go_pprof_reads_our_proto_with_the_same_top_functions() {
         assert_eq!((a.flat, a.cum), (b.0, b.1), "{name}");
     }
     // The same top three, in the same order of flat values.
-    let mut top_ours: Vec<(i64, String)> = ours.rows.iter().filter(|r| r.flat > 0).map(|r| (r.flat, r.name.clone())).collect();
-    let mut top_theirs: Vec<(i64, String)> = theirs.iter().filter(|r| r.0 > 0).map(|r| (r.0, r.2.clone())).collect();
+    let mut top_ours: Vec<(i64, String)> = ours
+        .rows
+        .iter()
+        .filter(|r| r.flat > 0)
+        .map(|r| (r.flat, r.name.clone()))
+        .collect();
+    let mut top_theirs: Vec<(i64, String)> = theirs
+        .iter()
+        .filter(|r| r.0 > 0)
+        .map(|r| (r.0, r.2.clone()))
+        .collect();
     // (Unsymbolized frames are named differently: the vdso is `[[vdso]]`
     // in Go pprof and its address in ours.)
     top_ours.retain(|r| !r.1.starts_with("0x"));
@@ -77,31 +107,69 @@ fn go_pprof_reads_our_proto_with_the_same_top_functions() {
 #[test]
 fn we_read_go_pprof_proto_output() {
     let dir = TempDir::new().unwrap();
-    let Some((spin, prof)) = spin_profile(dir.path()) else { return };
+    let Some((spin, prof)) = spin_profile(dir.path()) else {
+        return;
+    };
     if !require_tool("pprof") {
         return;
     }
     let go_pb = dir.path().join("go.pb.gz");
-    let out = Command::new("pprof").arg("-proto").arg("-output").arg(&go_pb).arg(&spin).arg(&prof).output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let ours = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof)));
+    let out = Command::new("pprof")
+        .arg("-proto")
+        .arg("-output")
+        .arg(&go_pb)
+        .arg(&spin)
+        .arg(&prof)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ours = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof),
+    ));
     let via_go = TextReport::parse(&run_stdout(
-        cpuprof().args(["report", "--text", "--sample_index=samples"]).arg(&spin).arg(&go_pb),
+        cpuprof()
+            .args(["report", "--text", "--sample_index=samples"])
+            .arg(&spin)
+            .arg(&go_pb),
     ));
     assert_eq!(via_go.total, ours.total);
     for name in ["burn_a", "burn_b", "burn_c"] {
-        assert_eq!(via_go.row(name).map(|r| r.flat), ours.row(name).map(|r| r.flat), "{name}");
+        assert_eq!(
+            via_go.row(name).map(|r| r.flat),
+            ours.row(name).map(|r| r.flat),
+            "{name}"
+        );
     }
 }
 
 #[test]
 fn gperftools_to_proto_to_gperftools_is_lossless() {
     let dir = TempDir::new().unwrap();
-    let Some((spin, prof)) = spin_profile(dir.path()) else { return };
+    let Some((spin, prof)) = spin_profile(dir.path()) else {
+        return;
+    };
     let pb = dir.path().join("p.pb.gz");
     let back = dir.path().join("back.prof");
-    run_stdout(cpuprof().args(["convert", "--no-symbolize"]).arg(&prof).arg("-o").arg(&pb).args(["--to", "pprof"]));
-    run_stdout(cpuprof().args(["convert"]).arg(&pb).arg("-o").arg(&back).args(["--to", "gperftools"]));
+    run_stdout(
+        cpuprof()
+            .args(["convert", "--no-symbolize"])
+            .arg(&prof)
+            .arg("-o")
+            .arg(&pb)
+            .args(["--to", "pprof"]),
+    );
+    run_stdout(
+        cpuprof()
+            .args(["convert"])
+            .arg(&pb)
+            .arg("-o")
+            .arg(&back)
+            .args(["--to", "gperftools"]),
+    );
     let original = gperftools::read(&std::fs::read(&prof).unwrap()).unwrap();
     let via_proto = proto::read(&std::fs::read(&pb).unwrap()).unwrap();
     assert_eq!(via_proto, original);
@@ -116,22 +184,61 @@ fn gperftools_to_proto_to_gperftools_is_lossless() {
 #[test]
 fn convert_sums_inputs_of_different_formats() {
     let dir = TempDir::new().unwrap();
-    let Some((spin, prof)) = spin_profile(dir.path()) else { return };
+    let Some((spin, prof)) = spin_profile(dir.path()) else {
+        return;
+    };
     let pb = dir.path().join("p.pb.gz");
-    run_stdout(cpuprof().args(["convert", "--no-symbolize"]).arg(&prof).arg("-o").arg(&pb).args(["--to", "pprof"]));
+    run_stdout(
+        cpuprof()
+            .args(["convert", "--no-symbolize"])
+            .arg(&prof)
+            .arg("-o")
+            .arg(&pb)
+            .args(["--to", "pprof"]),
+    );
     let sum = dir.path().join("sum.prof");
-    run_stdout(cpuprof().args(["convert"]).arg(&prof).arg(&pb).arg("-o").arg(&sum).args(["--to", "gperftools"]));
-    let one = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof)));
-    let two = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&sum)));
+    run_stdout(
+        cpuprof()
+            .args(["convert"])
+            .arg(&prof)
+            .arg(&pb)
+            .arg("-o")
+            .arg(&sum)
+            .args(["--to", "gperftools"]),
+    );
+    let one = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof),
+    ));
+    let two = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&sum),
+    ));
     assert_eq!(two.total, 2 * one.total);
-    assert_eq!(two.row("burn_a").unwrap().flat, 2 * one.row("burn_a").unwrap().flat);
+    assert_eq!(
+        two.row("burn_a").unwrap().flat,
+        2 * one.row("burn_a").unwrap().flat
+    );
     // Collapsed output of the sum: same total.
     let folded = dir.path().join("sum.folded");
-    run_stdout(cpuprof().args(["convert"]).arg(&spin).arg(&sum).arg("-o").arg(&folded).args(["--to", "collapsed"]));
+    run_stdout(
+        cpuprof()
+            .args(["convert"])
+            .arg(&spin)
+            .arg(&sum)
+            .arg("-o")
+            .arg(&folded)
+            .args(["--to", "collapsed"]),
+    );
     let text = std::fs::read_to_string(&folded).unwrap();
-    let total: i64 = text.lines().map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap()).sum();
+    let total: i64 = text
+        .lines()
+        .map(|l| l.rsplit(' ').next().unwrap().parse::<i64>().unwrap())
+        .sum();
     assert_eq!(total, two.total);
-    assert!(text.lines().any(|l| l.contains("main;") && l.contains("burn_a")), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("main;") && l.contains("burn_a")),
+        "{text}"
+    );
 }
 
 /// gmon.out of a real gcc -pg program: `--text --sample_index=cpu` gives
@@ -144,13 +251,34 @@ fn gmon_text_report_agrees_with_gprof_flat_profile() {
     let dir = TempDir::new().unwrap();
     let bin = dir.path().join("callgraph");
     let src = cpuprof_testkit::workload("callgraph.c");
-    let st = Command::new("gcc").args(["-O1", "-pg", "-no-pie"]).arg(&src).arg("-o").arg(&bin).status().unwrap();
+    let st = Command::new("gcc")
+        .args(["-O1", "-pg", "-no-pie"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .unwrap();
     assert!(st.success());
-    let st = Command::new(&bin).arg("300").current_dir(dir.path()).stdout(std::process::Stdio::null()).status().unwrap();
+    let st = Command::new(&bin)
+        .arg("300")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
     assert!(st.success());
     let gmon = dir.path().join("gmon.out");
-    let gprof = run_stdout(Command::new("gprof").args(["-b", "-p"]).arg(&bin).arg(&gmon));
-    let ours = run_stdout(cpuprof().args(["report", "--text", "--sample_index=cpu"]).arg(&bin).arg(&gmon));
+    let gprof = run_stdout(
+        Command::new("gprof")
+            .args(["-b", "-p"])
+            .arg(&bin)
+            .arg(&gmon),
+    );
+    let ours = run_stdout(
+        cpuprof()
+            .args(["report", "--text", "--sample_index=cpu"])
+            .arg(&bin)
+            .arg(&gmon),
+    );
     let ours = go_top(&ours);
     let mut checked = 0;
     for line in gprof.lines().skip(5) {
@@ -161,7 +289,11 @@ fn gmon_text_report_agrees_with_gprof_flat_profile() {
         let self_seconds: f64 = f[2].parse().unwrap();
         let name = f.last().unwrap();
         let flat_ns = ours.iter().find(|r| r.2 == *name).map_or(0, |r| r.0);
-        assert_eq!(format!("{:.2}", flat_ns as f64 / 1e9), format!("{self_seconds:.2}"), "{name}");
+        assert_eq!(
+            format!("{:.2}", flat_ns as f64 / 1e9),
+            format!("{self_seconds:.2}"),
+            "{name}"
+        );
         checked += 1;
     }
     assert!(checked >= 5, "{gprof}");
@@ -201,13 +333,23 @@ fn bad_input_in_every_format_is_one_line_with_file_and_offset() {
     for (name, data, offset, expected) in cases {
         let path = dir.path().join(name);
         std::fs::write(&path, &data).unwrap();
-        let out = cpuprof().args(["report", "--text"]).arg(&path).output().unwrap();
+        let out = cpuprof()
+            .args(["report", "--text"])
+            .arg(&path)
+            .output()
+            .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
         assert!(out.stdout.is_empty(), "{name}");
         assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
-        assert!(stderr.contains(&path.display().to_string()), "{name}: {stderr}");
-        assert!(stderr.contains(&format!("offset {offset}:")), "{name}: {stderr}");
+        assert!(
+            stderr.contains(&path.display().to_string()),
+            "{name}: {stderr}"
+        );
+        assert!(
+            stderr.contains(&format!("offset {offset}:")),
+            "{name}: {stderr}"
+        );
         assert!(stderr.contains(expected), "{name}: {stderr}");
     }
 }
@@ -215,7 +357,9 @@ fn bad_input_in_every_format_is_one_line_with_file_and_offset() {
 #[test]
 fn dcpi_database_directories_are_read_whole_or_by_epoch() {
     let dir = TempDir::new().unwrap();
-    let Some((spin, prof)) = spin_profile(dir.path()) else { return };
+    let Some((spin, prof)) = spin_profile(dir.path()) else {
+        return;
+    };
     let db = dir.path().join("db");
     let out = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
         .args(["convert"])
@@ -225,20 +369,45 @@ fn dcpi_database_directories_are_read_whole_or_by_epoch() {
         .args(["--to", "dcpi"])
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("dropped: call stacks"), "{stderr}");
-    let flat = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof)));
-    let from_db = TextReport::parse(&run_stdout(cpuprof().args(["report", "--text"]).arg(&spin).arg(&db)));
+    let flat = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof),
+    ));
+    let from_db = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&spin).arg(&db),
+    ));
     assert_eq!(from_db.total, flat.total);
     for name in ["burn_a", "burn_b", "burn_c"] {
-        assert_eq!(from_db.row(name).map(|r| r.flat), flat.row(name).map(|r| r.flat), "{name}");
+        assert_eq!(
+            from_db.row(name).map(|r| r.flat),
+            flat.row(name).map(|r| r.flat),
+            "{name}"
+        );
     }
-    let epoch = std::fs::read_dir(&db).unwrap().next().unwrap().unwrap().file_name();
+    let epoch = std::fs::read_dir(&db)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .file_name();
     let one = TextReport::parse(&run_stdout(
-        cpuprof().args(["report", "--text"]).arg(format!("--epoch={}", epoch.to_string_lossy())).arg(&spin).arg(&db),
+        cpuprof()
+            .args(["report", "--text"])
+            .arg(format!("--epoch={}", epoch.to_string_lossy()))
+            .arg(&spin)
+            .arg(&db),
     ));
     assert_eq!(one.total, flat.total);
-    let out = cpuprof().args(["report", "--text", "--epoch=0000000000"]).arg(&db).output().unwrap();
+    let out = cpuprof()
+        .args(["report", "--text", "--epoch=0000000000"])
+        .arg(&db)
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }

@@ -30,7 +30,9 @@ pub fn sample_type() -> ValueType {
 /// True when `data` looks like collapsed stacks: UTF-8 text whose first
 /// non-empty line ends in a space and an integer.
 pub fn sniff(data: &[u8]) -> bool {
-    let Ok(text) = std::str::from_utf8(&data[..data.len().min(4096)]).or_else(|e| std::str::from_utf8(&data[..e.valid_up_to()])) else {
+    let Ok(text) = std::str::from_utf8(&data[..data.len().min(4096)])
+        .or_else(|e| std::str::from_utf8(&data[..e.valid_up_to()]))
+    else {
         return false;
     };
     if text.bytes().any(|b| b == 0) {
@@ -46,7 +48,7 @@ pub fn sniff(data: &[u8]) -> bool {
 /// integer or the stack is empty.
 fn split_count(line: &str) -> Option<(&str, i64)> {
     let line = line.trim_end();
-    let (stack, count) = line.rsplit_once(|c: char| c == ' ' || c == '\t')?;
+    let (stack, count) = line.rsplit_once([' ', '\t'])?;
     let count: i64 = count.parse().ok()?;
     let stack = stack.trim_end();
     (!stack.is_empty()).then_some((stack, count))
@@ -55,10 +57,18 @@ fn split_count(line: &str) -> Option<(&str, i64)> {
 /// Reads collapsed stacks.
 pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     if data.is_empty() {
-        return Err(ParseError::new(FORMAT, 0, "empty file: expected lines of `root;...;leaf count`"));
+        return Err(ParseError::new(
+            FORMAT,
+            0,
+            "empty file: expected lines of `root;...;leaf count`",
+        ));
     }
     let text = std::str::from_utf8(data).map_err(|e| {
-        ParseError::new(FORMAT, e.valid_up_to() as u64, "invalid UTF-8: expected text lines")
+        ParseError::new(
+            FORMAT,
+            e.valid_up_to() as u64,
+            "invalid UTF-8: expected text lines",
+        )
     })?;
     let mut p = Profile {
         sample_types: vec![sample_type()],
@@ -79,7 +89,10 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             return Err(ParseError::new(
                 FORMAT,
                 line_start as u64,
-                format!("line {}: expected `frame;frame;... count` with an integer count", n + 1),
+                format!(
+                    "line {}: expected `frame;frame;... count` with an integer count",
+                    n + 1
+                ),
             ));
         };
         let mut locations: Vec<LocationId> = Vec::new();
@@ -94,7 +107,10 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             let id = *function_of.entry(frame).or_insert_with(|| {
                 let id = LocationId::from_index(p.locations.len());
                 match parse_address(frame) {
-                    Some(address) => p.locations.push(Location { address, ..Location::default() }),
+                    Some(address) => p.locations.push(Location {
+                        address,
+                        ..Location::default()
+                    }),
                     None => {
                         let f = crate::model::FunctionId::from_index(p.functions.len());
                         p.functions.push(Function {
@@ -103,7 +119,11 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
                             ..Function::default()
                         });
                         p.locations.push(Location {
-                            lines: vec![Line { function: f, line: 0, column: 0 }],
+                            lines: vec![Line {
+                                function: f,
+                                line: 0,
+                                column: 0,
+                            }],
                             ..Location::default()
                         });
                     }
@@ -117,7 +137,11 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             Some(&i) => p.samples[i].values[0] = p.samples[i].values[0].saturating_add(count),
             None => {
                 sample_of.insert(locations.clone(), p.samples.len());
-                p.samples.push(Sample { locations, values: vec![count], labels: Vec::new() });
+                p.samples.push(Sample {
+                    locations,
+                    values: vec![count],
+                    labels: Vec::new(),
+                });
             }
         }
     }
@@ -183,7 +207,10 @@ mod tests {
 
     #[test]
     fn reads_stacks_root_first_and_sums_repeats() {
-        let p = read(b"main;work;burn_a 5\nmain;work;burn_b 3\nmain;work;burn_a 2\n\n0x4005d0;main 1\n").unwrap();
+        let p = read(
+            b"main;work;burn_a 5\nmain;work;burn_b 3\nmain;work;burn_a 2\n\n0x4005d0;main 1\n",
+        )
+        .unwrap();
         assert_eq!(p.samples.len(), 3);
         let leaf = p.location(p.samples[0].locations[0]);
         assert_eq!(p.function(leaf.lines[0].function).name, "burn_a");
@@ -198,7 +225,10 @@ mod tests {
     fn names_with_spaces_keep_them() {
         let p = read(b"main;operator new(unsigned long) 4\n").unwrap();
         let leaf = p.location(p.samples[0].locations[0]);
-        assert_eq!(p.function(leaf.lines[0].function).name, "operator new(unsigned long)");
+        assert_eq!(
+            p.function(leaf.lines[0].function).name,
+            "operator new(unsigned long)"
+        );
     }
 
     #[test]
@@ -213,7 +243,10 @@ mod tests {
     }
 
     fn frame() -> impl Strategy<Value = String> {
-        prop_oneof!["[a-zA-Z_][a-zA-Z0-9_:<> ()]{0,10}[a-zA-Z0-9_)>]", "0x[0-9a-f]{1,8}"]
+        prop_oneof![
+            "[a-zA-Z_][a-zA-Z0-9_:<> ()]{0,10}[a-zA-Z0-9_)>]",
+            "0x[0-9a-f]{1,8}"
+        ]
     }
 
     proptest! {

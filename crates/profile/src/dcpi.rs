@@ -105,7 +105,10 @@ pub fn sniff(data: &[u8]) -> bool {
 fn find_terminator(data: &[u8]) -> Option<(usize, usize)> {
     let mut start = 0;
     while start < data.len() {
-        let end = data[start..].iter().position(|&b| b == b'\n').map(|i| start + i)?;
+        let end = data[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map(|i| start + i)?;
         let line = &data[start..end];
         if let Some(rest) = line.strip_prefix(b"samples") {
             if rest.iter().all(|&b| b == b' ' || b == b'\t') {
@@ -134,7 +137,11 @@ fn decimal(s: &str) -> Option<u64> {
 /// Reads one DCPI profile.
 pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
     if data.is_empty() {
-        return Err(ParseError::new(FORMAT, 0, "empty file: expected a DCPI header"));
+        return Err(ParseError::new(
+            FORMAT,
+            0,
+            "empty file: expected a DCPI header",
+        ));
     }
     let Some((term_start, binary)) = find_terminator(data) else {
         return Err(ParseError::new(
@@ -144,7 +151,11 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
         ));
     };
     let header_text = std::str::from_utf8(&data[..term_start]).map_err(|e| {
-        ParseError::new(FORMAT, e.valid_up_to() as u64, "invalid UTF-8 in the header: expected text lines")
+        ParseError::new(
+            FORMAT,
+            e.valid_up_to() as u64,
+            "invalid UTF-8 in the header: expected text lines",
+        )
     })?;
     let terminator = String::from_utf8_lossy(&data[term_start..binary - 1]).into_owned();
     let mut p = DcpiProfile {
@@ -215,7 +226,9 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
         let bad = |what: &str| err(format!("`{key} {value}`: expected {what}"));
         match key {
             "version" => {
-                let v = value.strip_prefix("pdb-").ok_or_else(|| bad("pdb-MAJOR.MINOR"))?;
+                let v = value
+                    .strip_prefix("pdb-")
+                    .ok_or_else(|| bad("pdb-MAJOR.MINOR"))?;
                 let (major, minor) = v.split_once('.').ok_or_else(|| bad("pdb-MAJOR.MINOR"))?;
                 let major = decimal(major).ok_or_else(|| bad("pdb-MAJOR.MINOR"))?;
                 let minor = decimal(minor).ok_or_else(|| bad("pdb-MAJOR.MINOR"))?;
@@ -226,7 +239,9 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
             }
             "image" => p.image = hex(value).ok_or_else(|| bad("a hexadecimal image id"))?,
             "epoch" => {
-                if !((value.len() == 10 || value.len() == 14) && value.bytes().all(|b| b.is_ascii_digit())) {
+                if !((value.len() == 10 || value.len() == 14)
+                    && value.bytes().all(|b| b.is_ascii_digit()))
+                {
                     return Err(bad("YYMMDDHHMM (or YYYYMMDDHHMMSS) digits"));
                 }
                 p.epoch = value.to_string();
@@ -244,7 +259,9 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
             _ => unreachable!("every known key is matched"),
         }
     }
-    for required in ["version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed"] {
+    for required in [
+        "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed",
+    ] {
         if !seen.contains(&required) {
             return Err(ParseError::new(
                 FORMAT,
@@ -276,13 +293,20 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
             return Err(ParseError::new(
                 FORMAT,
                 pos as u64,
-                format!("{} bytes before the footer: expected a chunk header (offset, number)", footer - pos),
+                format!(
+                    "{} bytes before the footer: expected a chunk header (offset, number)",
+                    footer - pos
+                ),
             ));
         }
         let offset = u32_at(pos);
         let number = u32_at(pos + 4);
         if number == 0 {
-            return Err(ParseError::new(FORMAT, pos as u64 + 4, "chunk with 0 counts: expected at least 1"));
+            return Err(ParseError::new(
+                FORMAT,
+                pos as u64 + 4,
+                "chunk with 0 counts: expected at least 1",
+            ));
         }
         if u64::from(offset) < next_free {
             return Err(ParseError::new(
@@ -304,7 +328,9 @@ pub fn read(data: &[u8]) -> Result<DcpiProfile, ParseError> {
                 ),
             ));
         }
-        let counts: Vec<u32> = (0..number as usize).map(|i| u32_at(counts_at + 4 * i)).collect();
+        let counts: Vec<u32> = (0..number as usize)
+            .map(|i| u32_at(counts_at + 4 * i))
+            .collect();
         addresses += counts.iter().filter(|&&c| c > 0).count() as u64;
         samples += counts.iter().map(|&c| u64::from(c)).sum::<u64>();
         next_free = u64::from(offset) + u64::from(number);
@@ -391,9 +417,15 @@ pub fn padded_terminator(header_len: usize) -> String {
 /// period is in nanoseconds).
 pub fn sample_types(event: &str, cpuspeed: u64) -> Vec<ValueType> {
     if (event == "cycles" && cpuspeed > 0) || event == "cpu" {
-        vec![ValueType::new("samples", "count"), ValueType::new("cpu", "nanoseconds")]
+        vec![
+            ValueType::new("samples", "count"),
+            ValueType::new("cpu", "nanoseconds"),
+        ]
     } else {
-        vec![ValueType::new("samples", "count"), ValueType::new(event, "events")]
+        vec![
+            ValueType::new("samples", "count"),
+            ValueType::new(event, "events"),
+        ]
     }
 }
 
@@ -452,7 +484,10 @@ pub fn to_profile(profiles: &[DcpiProfile]) -> Result<Profile, String> {
                 if n == 0 {
                     continue;
                 }
-                let address = p.tstart.wrapping_add(u64::from(c.offset)).wrapping_add(i as u64);
+                let address = p
+                    .tstart
+                    .wrapping_add(u64::from(c.offset))
+                    .wrapping_add(i as u64);
                 let loc = b.location_at(address);
                 let events = (f64::from(n) * scale).round() as i64;
                 b.add_sample(vec![loc], vec![i64::from(n), events]);
@@ -461,6 +496,10 @@ pub fn to_profile(profiles: &[DcpiProfile]) -> Result<Profile, String> {
     }
     Ok(b.finish())
 }
+
+/// The leaf counts `(address, count)` of one image (mapping; None for
+/// addresses outside every mapping).
+type ImageCounts = (Option<MappingId>, Vec<(u64, u64)>);
 
 /// Builds one DCPI profile per image (mapping) from any profile: counts
 /// are the samples' leaf counts; the header is the one kept in the
@@ -472,16 +511,22 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
     let samples_i = profile.sample_index("samples");
     let value_i = profile.default_sample_index();
     // Leaf counts per mapping (None: outside every mapping).
-    let mut per_image: Vec<(Option<MappingId>, Vec<(u64, u64)>)> = Vec::new();
+    let mut per_image: Vec<ImageCounts> = Vec::new();
     let mut deep = 0usize;
     let mut negative = 0usize;
     for s in &profile.samples {
-        let Some(&leaf) = s.locations.first() else { continue };
+        let Some(&leaf) = s.locations.first() else {
+            continue;
+        };
         let count = match samples_i {
             Some(i) => s.values.get(i).copied().unwrap_or(0),
             None => {
                 let v = s.values.get(value_i).copied().unwrap_or(0);
-                if profile.period > 0 { v / profile.period } else { v }
+                if profile.period > 0 {
+                    v / profile.period
+                } else {
+                    v
+                }
             }
         };
         if count < 0 {
@@ -506,7 +551,9 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
         entry.1.push((loc.address, count as u64));
     }
     if deep > 0 {
-        notes.push(format!("call stacks of {deep} samples dropped: DCPI profiles count samples per address only"));
+        notes.push(format!(
+            "call stacks of {deep} samples dropped: DCPI profiles count samples per address only"
+        ));
     }
     if negative > 0 {
         notes.push(format!("{negative} samples with negative counts dropped"));
@@ -518,7 +565,10 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
     let (event, period) = if profile.period_type.kind.is_empty() {
         ("samples".to_string(), profile.period.max(1) as u64)
     } else {
-        (profile.period_type.kind.clone(), profile.period.max(1) as u64)
+        (
+            profile.period_type.kind.clone(),
+            profile.period.max(1) as u64,
+        )
     };
     let mut out = Vec::new();
     for (n, (mapping, mut counts)) in per_image.into_iter().enumerate() {
@@ -526,7 +576,13 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
         let (tstart, tsize, file_offset, path, build_id) = match mapping {
             Some(m) => {
                 let m = profile.mapping(m);
-                (m.start, m.limit - m.start, m.offset, m.path.clone(), m.build_id.clone())
+                (
+                    m.start,
+                    m.limit - m.start,
+                    m.offset,
+                    m.path.clone(),
+                    m.build_id.clone(),
+                )
             }
             None => {
                 let lo = counts.first().map_or(0, |c| c.0);
@@ -577,7 +633,9 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
         let mut parsed = match read(&[text.as_bytes(), &[0u8; 8]].concat()) {
             Ok(p) => p,
             Err(e) => {
-                notes.push(format!("image {image:x}: its kept header is invalid ({e}); skipped"));
+                notes.push(format!(
+                    "image {image:x}: its kept header is invalid ({e}); skipped"
+                ));
                 continue;
             }
         };
@@ -585,7 +643,10 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
         let mut chunks: Vec<Chunk> = Vec::new();
         let mut outside = 0u64;
         for (address, count) in counts {
-            let Some(off) = address.checked_sub(parsed.tstart).filter(|&o| o <= u64::from(u32::MAX)) else {
+            let Some(off) = address
+                .checked_sub(parsed.tstart)
+                .filter(|&o| o <= u64::from(u32::MAX))
+            else {
                 outside += count;
                 continue;
             };
@@ -600,14 +661,20 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
                 }
                 Some(c) if u64::from(off) - (u64::from(c.offset) + c.counts.len() as u64) <= 2 => {
                     let end = u64::from(c.offset) + c.counts.len() as u64;
-                    c.counts.extend(std::iter::repeat_n(0, (u64::from(off) - end) as usize));
+                    c.counts
+                        .extend(std::iter::repeat_n(0, (u64::from(off) - end) as usize));
                     c.counts.push(count);
                 }
-                _ => chunks.push(Chunk { offset: off, counts: vec![count] }),
+                _ => chunks.push(Chunk {
+                    offset: off,
+                    counts: vec![count],
+                }),
             }
         }
         if outside > 0 {
-            notes.push(format!("{outside} samples below the image's tstart dropped"));
+            notes.push(format!(
+                "{outside} samples below the image's tstart dropped"
+            ));
         }
         parsed.chunks = chunks;
         out.push(parsed);
@@ -619,7 +686,10 @@ pub fn from_profile(profile: &Profile) -> (Vec<DcpiProfile>, Vec<String>) {
 fn kept_headers(profile: &Profile) -> Vec<Vec<String>> {
     let mut groups: Vec<(String, Vec<String>)> = Vec::new();
     for c in &profile.comments {
-        let Some((id, line)) = c.strip_prefix(HEADER_COMMENT).and_then(|c| c.split_once(": ")) else {
+        let Some((id, line)) = c
+            .strip_prefix(HEADER_COMMENT)
+            .and_then(|c| c.split_once(": "))
+        else {
             continue;
         };
         match groups.iter_mut().find(|(g, _)| g == id) {
@@ -645,13 +715,23 @@ fn epoch_of(time_nanos: i64) -> String {
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{:02}{:02}{:02}{:02}{:02}", y % 100, m, d, rem / 3600, rem % 3600 / 60)
+    format!(
+        "{:02}{:02}{:02}{:02}{:02}",
+        y % 100,
+        m,
+        d,
+        rem / 3600,
+        rem % 3600 / 60
+    )
 }
 
 /// Reads a DCPI database: a directory of epoch subdirectories, each with
 /// one profile file per image. `epoch` picks one subdirectory by name.
 /// Returns every profile with its file, in a stable (sorted) order.
-pub fn read_database(dir: &Path, epoch: Option<&str>) -> Result<Vec<(PathBuf, DcpiProfile)>, String> {
+pub fn read_database(
+    dir: &Path,
+    epoch: Option<&str>,
+) -> Result<Vec<(PathBuf, DcpiProfile)>, String> {
     let mut epochs: Vec<PathBuf> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .filter_map(|e| e.ok())
@@ -684,7 +764,10 @@ pub fn read_database(dir: &Path, epoch: Option<&str>) -> Result<Vec<(PathBuf, Dc
         }
     }
     if out.is_empty() {
-        return Err(format!("{}: no DCPI profiles in its epoch directories", dir.display()));
+        return Err(format!(
+            "{}: no DCPI profiles in its epoch directories",
+            dir.display()
+        ));
     }
     Ok(out)
 }
@@ -692,7 +775,10 @@ pub fn read_database(dir: &Path, epoch: Option<&str>) -> Result<Vec<(PathBuf, Dc
 /// Reads a DCPI database directory into one model: every image of every
 /// epoch (or of `epoch` only), summed.
 pub fn load_database(dir: &Path, epoch: Option<&str>) -> Result<Profile, String> {
-    let profiles: Vec<DcpiProfile> = read_database(dir, epoch)?.into_iter().map(|(_, p)| p).collect();
+    let profiles: Vec<DcpiProfile> = read_database(dir, epoch)?
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect();
     to_profile(&profiles).map_err(|e| format!("{}: {e}", dir.display()))
 }
 

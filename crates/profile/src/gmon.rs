@@ -415,7 +415,11 @@ fn candidate_targets(target: Option<Target>) -> Vec<Target> {
 /// taken.
 pub fn read(data: &[u8], target: Option<Target>) -> Result<GmonFile, ParseError> {
     if data.is_empty() {
-        return Err(ParseError::new(FORMAT, 0, "empty file: expected a gmon.out header"));
+        return Err(ParseError::new(
+            FORMAT,
+            0,
+            "empty file: expected a gmon.out header",
+        ));
     }
     if sniff_gnu(data) {
         read_gnu(data, target)
@@ -621,10 +625,7 @@ fn parse_bsd(data: &[u8], target: Target) -> Result<GmonFile, ParseError> {
         (GmonKind::OldBsd, header, 100)
     };
     if high_pc < low_pc {
-        return Err(c.error(
-            p,
-            format!("high pc {high_pc:#x} below low pc {low_pc:#x}"),
-        ));
+        return Err(c.error(p, format!("high pc {high_pc:#x} below low pc {low_pc:#x}")));
     }
     if ncnt < header || (ncnt - header) % 2 != 0 {
         return Err(c.error(
@@ -867,9 +868,7 @@ pub fn to_profile(file: &GmonFile, symbol_starts: Option<&[u64]>) -> Profile {
             }
             let (lo, hi) = h.bin_units(i);
             let parts = match symbol_starts {
-                Some(starts) if !starts.is_empty() && scale > 0.0 => {
-                    credit_parts(starts, lo, hi)
-                }
+                Some(starts) if !starts.is_empty() && scale > 0.0 => credit_parts(starts, lo, hi),
                 _ => vec![(lo * 2, hi.saturating_sub(lo).max(1))],
             };
             let total_overlap: u64 = parts.iter().map(|p| p.1).sum();
@@ -1040,7 +1039,9 @@ pub fn from_profile(profile: &Profile) -> (GmonFile, Vec<String>) {
             None if Some(value_i) == calls_i || Some(value_i) == blocks_i => 0,
             None => {
                 let v = s.values.get(value_i).copied().unwrap_or(0);
-                if profile.period > 0 && profile.sample_types.get(value_i) == Some(&profile.period_type) {
+                if profile.period > 0
+                    && profile.sample_types.get(value_i) == Some(&profile.period_type)
+                {
                     v / profile.period
                 } else {
                     v

@@ -19,10 +19,10 @@ pub mod error;
 pub mod gmon;
 pub mod gperftools;
 pub mod merge;
+pub mod model;
 pub mod proto;
 #[cfg(test)]
 mod testgen;
-pub mod model;
 
 pub use error::ParseError;
 pub use model::*;

@@ -175,7 +175,9 @@ pub fn sniff(data: &[u8]) -> bool {
         return true;
     }
     match scan_top_level(data) {
-        Ok(fields) => fields.iter().any(|f| f.number == 6) && starts_with_empty_string(data, &fields),
+        Ok(fields) => {
+            fields.iter().any(|f| f.number == 6) && starts_with_empty_string(data, &fields)
+        }
         Err(_) => false,
     }
 }
@@ -217,7 +219,10 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
     let mut pos = 0;
     while pos < data.len() {
         let start = pos;
-        let key = varint(data, &mut pos).ok_or((start, "a field tag (varint) that ends within the data".to_string()))?;
+        let key = varint(data, &mut pos).ok_or((
+            start,
+            "a field tag (varint) that ends within the data".to_string(),
+        ))?;
         let number = key >> 3;
         let wire_type = (key & 7) as u8;
         if number == 0 || number > 536_870_911 {
@@ -228,13 +233,19 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
         match wire_type {
             0 => {
                 value_start = pos;
-                varint(data, &mut pos).ok_or((value_start, "a varint value that ends within the data".to_string()))?;
+                varint(data, &mut pos).ok_or((
+                    value_start,
+                    "a varint value that ends within the data".to_string(),
+                ))?;
                 value_len = pos - value_start;
             }
             1 | 5 => {
                 let n = if wire_type == 1 { 8 } else { 4 };
                 if data.len() - pos < n {
-                    return Err((pos, format!("a {n}-byte fixed value, {} bytes remain", data.len() - pos)));
+                    return Err((
+                        pos,
+                        format!("a {n}-byte fixed value, {} bytes remain", data.len() - pos),
+                    ));
                 }
                 value_start = pos;
                 value_len = n;
@@ -257,7 +268,10 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
                 pos += n as usize;
             }
             other => {
-                return Err((start, format!("wire type {other} in field {number}: expected 0, 1, 2 or 5")));
+                return Err((
+                    start,
+                    format!("wire type {other} in field {number}: expected 0, 1, 2 or 5"),
+                ));
             }
         }
         fields.push(TopField {
@@ -274,7 +288,11 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
 /// Reads a profile.proto, gzip-compressed or raw.
 pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     if data.is_empty() {
-        return Err(ParseError::new(FORMAT, 0, "empty file: expected a profile.proto"));
+        return Err(ParseError::new(
+            FORMAT,
+            0,
+            "empty file: expected a profile.proto",
+        ));
     }
     let inflated;
     let (raw, inside) = if is_gzip(data) {
@@ -292,8 +310,22 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     } else {
         (data, "")
     };
-    let err = |offset: usize, msg: String| ParseError::new(FORMAT, offset as u64, format!("{msg}{}", if inside.is_empty() { String::new() } else { format!(" (at offset {offset}{inside})") }));
-    let fields = scan_top_level(raw).map_err(|(at, expected)| err(at, format!("bad protobuf: expected {expected}")))?;
+    let err = |offset: usize, msg: String| {
+        ParseError::new(
+            FORMAT,
+            offset as u64,
+            format!(
+                "{msg}{}",
+                if inside.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (at offset {offset}{inside})")
+                }
+            ),
+        )
+    };
+    let fields = scan_top_level(raw)
+        .map_err(|(at, expected)| err(at, format!("bad protobuf: expected {expected}")))?;
     let wire = wire::Profile::decode(raw).map_err(|e| {
         // prost does not say where; name the first field that fails alone.
         let at = fields
@@ -337,7 +369,10 @@ impl FieldOffsets {
 fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, String)> {
     let strings = &w.string_table;
     if strings.first().is_some_and(|s| !s.is_empty()) {
-        return Err((at.of(6, 0), "string_table[0] is not \"\": expected the empty string first".into()));
+        return Err((
+            at.of(6, 0),
+            "string_table[0] is not \"\": expected the empty string first".into(),
+        ));
     }
     let string = |i: i64, field: u64, n: usize, what: &str| -> Result<String, (usize, String)> {
         if i == 0 {
@@ -349,15 +384,19 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
             .cloned()
             .ok_or((
                 at.of(field, n),
-                format!("{what} is string {i}, but the string table has {} entries", strings.len()),
+                format!(
+                    "{what} is string {i}, but the string table has {} entries",
+                    strings.len()
+                ),
             ))
     };
-    let value_type = |v: &wire::ValueType, field: u64, n: usize| -> Result<ValueType, (usize, String)> {
-        Ok(ValueType {
-            kind: string(v.r#type, field, n, "a value type")?,
-            unit: string(v.unit, field, n, "a value type's unit")?,
-        })
-    };
+    let value_type =
+        |v: &wire::ValueType, field: u64, n: usize| -> Result<ValueType, (usize, String)> {
+            Ok(ValueType {
+                kind: string(v.r#type, field, n, "a value type")?,
+                unit: string(v.unit, field, n, "a value type's unit")?,
+            })
+        };
     let mut p = Profile::default();
     for (i, t) in w.sample_type.iter().enumerate() {
         p.sample_types.push(value_type(t, 1, i)?);
@@ -375,7 +414,16 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
     for (i, &c) in w.comment.iter().enumerate() {
         let text = string(c, 13, i, "a comment")?;
         if let Some(rest) = text.strip_prefix(PERMS_COMMENT) {
-            perms = rest.split_whitespace().map(|s| if s == "-" { String::new() } else { s.to_string() }).collect();
+            perms = rest
+                .split_whitespace()
+                .map(|s| {
+                    if s == "-" {
+                        String::new()
+                    } else {
+                        s.to_string()
+                    }
+                })
+                .collect();
         } else {
             p.comments.push(text);
         }
@@ -384,9 +432,15 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
     let mut mapping_index: FxHashMap<u64, MappingId> = FxHashMap::default();
     for (i, m) in w.mapping.iter().enumerate() {
         if m.id == 0 {
-            return Err((at.of(3, i), "mapping with id 0: expected a non-zero id".into()));
+            return Err((
+                at.of(3, i),
+                "mapping with id 0: expected a non-zero id".into(),
+            ));
         }
-        if mapping_index.insert(m.id, MappingId::from_index(i)).is_some() {
+        if mapping_index
+            .insert(m.id, MappingId::from_index(i))
+            .is_some()
+        {
             return Err((at.of(3, i), format!("mapping id {} appears twice", m.id)));
         }
         p.mappings.push(Mapping {
@@ -405,9 +459,15 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
     let mut function_index: FxHashMap<u64, FunctionId> = FxHashMap::default();
     for (i, f) in w.function.iter().enumerate() {
         if f.id == 0 {
-            return Err((at.of(5, i), "function with id 0: expected a non-zero id".into()));
+            return Err((
+                at.of(5, i),
+                "function with id 0: expected a non-zero id".into(),
+            ));
         }
-        if function_index.insert(f.id, FunctionId::from_index(i)).is_some() {
+        if function_index
+            .insert(f.id, FunctionId::from_index(i))
+            .is_some()
+        {
             return Err((at.of(5, i), format!("function id {} appears twice", f.id)));
         }
         p.functions.push(crate::model::Function {
@@ -420,16 +480,25 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
     let mut location_index: FxHashMap<u64, LocationId> = FxHashMap::default();
     for (i, l) in w.location.iter().enumerate() {
         if l.id == 0 {
-            return Err((at.of(4, i), "location with id 0: expected a non-zero id".into()));
+            return Err((
+                at.of(4, i),
+                "location with id 0: expected a non-zero id".into(),
+            ));
         }
-        if location_index.insert(l.id, LocationId::from_index(i)).is_some() {
+        if location_index
+            .insert(l.id, LocationId::from_index(i))
+            .is_some()
+        {
             return Err((at.of(4, i), format!("location id {} appears twice", l.id)));
         }
         let mapping = match l.mapping_id {
             0 => None,
             id => Some(*mapping_index.get(&id).ok_or((
                 at.of(4, i),
-                format!("location {} refers to mapping {id}, which does not exist", l.id),
+                format!(
+                    "location {} refers to mapping {id}, which does not exist",
+                    l.id
+                ),
             ))?),
         };
         let mut lines = Vec::with_capacity(l.line.len());
@@ -459,7 +528,10 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
         if s.value.len() != ntypes {
             return Err((
                 at.of(2, i),
-                format!("sample {i} has {} values: expected {ntypes}, one per sample type", s.value.len()),
+                format!(
+                    "sample {i} has {} values: expected {ntypes}, one per sample type",
+                    s.value.len()
+                ),
             ));
         }
         let mut locations = Vec::with_capacity(s.location_id.len());
@@ -606,7 +678,13 @@ pub fn to_wire(p: &Profile) -> wire::Profile {
         let perms: Vec<&str> = p
             .mappings
             .iter()
-            .map(|m| if m.perms.is_empty() { "-" } else { m.perms.as_str() })
+            .map(|m| {
+                if m.perms.is_empty() {
+                    "-"
+                } else {
+                    m.perms.as_str()
+                }
+            })
             .collect();
         comment.push(st.id(&format!("{PERMS_COMMENT} {}", perms.join(" "))));
     }

@@ -75,7 +75,10 @@ pub fn resolve_dcpi_offsets(profile: &mut Profile, binaries: &[PathBuf]) {
     // Images whose header lacks the offset line: their tstart values.
     let mut images: Vec<(String, Vec<String>)> = Vec::new();
     for c in &profile.comments {
-        let Some((id, line)) = c.strip_prefix(dcpi::HEADER_COMMENT).and_then(|c| c.split_once(": ")) else {
+        let Some((id, line)) = c
+            .strip_prefix(dcpi::HEADER_COMMENT)
+            .and_then(|c| c.split_once(": "))
+        else {
             continue;
         };
         match images.iter_mut().find(|(i, _)| i == id) {
@@ -107,10 +110,16 @@ pub fn resolve_dcpi_offsets(profile: &mut Profile, binaries: &[PathBuf]) {
         let Some(data) = file.and_then(|f| std::fs::read(f).ok()) else {
             continue;
         };
-        if let Some(seg) = executable_mappings(&data, Path::new("")).iter().find(|s| s.contains(tstart)) {
+        if let Some(seg) = executable_mappings(&data, Path::new(""))
+            .iter()
+            .find(|s| s.contains(tstart))
+        {
             m.offset = seg.offset + (tstart - seg.start);
             if m.path.is_empty() {
-                m.path = binaries.first().map(|b| b.display().to_string()).unwrap_or_default();
+                m.path = binaries
+                    .first()
+                    .map(|b| b.display().to_string())
+                    .unwrap_or_default();
             }
         }
     }

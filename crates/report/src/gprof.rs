@@ -133,7 +133,10 @@ fn elf_type<'a>(sym: &impl ObjectSymbol<'a>) -> Option<u8> {
 
 /// `nm`'s class of a symbol as far as gprof cares: `T` (global text, or
 /// weak anywhere), `t` (local text), or None.
-fn symbol_class<'data>(file: &object::File<'data>, sym: &object::Symbol<'data, '_>) -> Option<char> {
+fn symbol_class<'data>(
+    file: &object::File<'data>,
+    sym: &object::Symbol<'data, '_>,
+) -> Option<char> {
     let SymbolSection::Section(index) = sym.section() else {
         return None;
     };
@@ -200,12 +203,13 @@ fn finalize(mut raw: Vec<GprofSymbol>, text_end: u64) -> Vec<GprofSymbol> {
             let d1 = d.get(1).copied().unwrap_or(0);
             let s0 = s.first().copied().unwrap_or(0);
             let d0 = d.first().copied().unwrap_or(0);
+            // Prefer a global, then a function, then a name without a
+            // leading underscore (or with one underscore over two).
+            let fewer_underscores = d0 == b'_' && (s0 != b'_' || (s1 != b'_' && d1 == b'_'));
             let prefer = (!src.is_static && dst.is_static)
                 || (src.is_static == dst.is_static
                     && ((src.is_func && !dst.is_func)
-                        || (src.is_func == dst.is_func
-                            && ((s0 != b'_' && d0 == b'_')
-                                || (s0 == b'_' && d0 == b'_' && s1 != b'_' && d1 == b'_')))));
+                        || (src.is_func == dst.is_func && fewer_underscores)));
             if prefer {
                 let end = dst.end;
                 *dst = src;
@@ -712,7 +716,10 @@ impl Analysis {
         if b.is_cycle_header() {
             return Greater;
         }
-        let (an, bn) = (a.name.as_deref().unwrap_or(""), b.name.as_deref().unwrap_or(""));
+        let (an, bn) = (
+            a.name.as_deref().unwrap_or(""),
+            b.name.as_deref().unwrap_or(""),
+        );
         let au = an.starts_with('_');
         let bu = bn.starts_with('_');
         if !au && bu {
@@ -721,7 +728,9 @@ impl Analysis {
         if au && !bu {
             return Greater;
         }
-        b.ncalls.cmp(&a.ncalls).then_with(|| an.as_bytes().cmp(bn.as_bytes()))
+        b.ncalls
+            .cmp(&a.ncalls)
+            .then_with(|| an.as_bytes().cmp(bn.as_bytes()))
     }
 
     /// gprof's `cmp_time` for the flat profile.
@@ -735,9 +744,12 @@ impl Analysis {
         if diff < 0.0 {
             return Less;
         }
-        b.ncalls
-            .cmp(&a.ncalls)
-            .then_with(|| a.name.as_deref().unwrap_or("").cmp(b.name.as_deref().unwrap_or("")))
+        b.ncalls.cmp(&a.ncalls).then_with(|| {
+            a.name
+                .as_deref()
+                .unwrap_or("")
+                .cmp(b.name.as_deref().unwrap_or(""))
+        })
     }
 
     fn name(&self, n: usize) -> &str {
@@ -1111,7 +1123,9 @@ impl Analysis {
             let arc = &self.arcs[id];
             let child = arc.child;
             let p = &self.nodes[parent];
-            if child == parent || (self.nodes[child].cyc_num != 0 && self.nodes[child].cyc_num == p.cyc_num) {
+            if child == parent
+                || (self.nodes[child].cyc_num != 0 && self.nodes[child].cyc_num == p.cyc_num)
+            {
                 let _ = writeln!(
                     out,
                     "{:6} {:5} {:7} {:7} {:7} {:7}     {}",
@@ -1231,7 +1245,11 @@ pub fn format_g(v: f64) -> String {
 /// Writes gprof's brief report (`gprof -b`) of `gmon` for the executable
 /// whose symbols are `symbols`: the flat profile when the file has a
 /// histogram, the call graph and the index when it has arcs.
-pub fn write_report(gmon: &GmonFile, symbols: &GprofSymbols, out: &mut dyn Write) -> io::Result<()> {
+pub fn write_report(
+    gmon: &GmonFile,
+    symbols: &GprofSymbols,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut a = Analysis::new(gmon, symbols);
     let time_sorted = a.assemble();
     let mut text = String::new();

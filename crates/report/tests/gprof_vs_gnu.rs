@@ -32,7 +32,9 @@ fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (Pat
         .tempdir()
         .unwrap()
         .keep();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/workloads").join(source);
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../tests/workloads")
+        .join(source);
     let bin = dir.join("prog");
     let status = Command::new("gcc")
         .args(flags)
@@ -43,7 +45,11 @@ fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (Pat
         .status()
         .unwrap();
     assert!(status.success(), "gcc failed");
-    let status = Command::new(&bin).args(args).current_dir(&dir).status().unwrap();
+    let status = Command::new(&bin)
+        .args(args)
+        .current_dir(&dir)
+        .status()
+        .unwrap();
     assert!(status.success());
     let gmon = dir.join("gmon.out");
     assert!(gmon.exists(), "the program wrote no gmon.out");
@@ -51,8 +57,17 @@ fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (Pat
 }
 
 fn gnu_gprof(bin: &Path, gmons: &[&Path]) -> String {
-    let out = Command::new("gprof").arg("-b").arg(bin).args(gmons).output().unwrap();
-    assert!(out.status.success(), "gprof: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("gprof")
+        .arg("-b")
+        .arg(bin)
+        .args(gmons)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gprof: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8(out.stdout).unwrap()
 }
 
@@ -81,9 +96,18 @@ fn assert_same(ours: &str, theirs: &str, what: &str) {
     let a: Vec<&str> = ours.lines().collect();
     let b: Vec<&str> = theirs.lines().collect();
     for (i, (x, y)) in a.iter().zip(&b).enumerate() {
-        assert_eq!(x, y, "{what}: line {} differs\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}", i + 1);
+        assert_eq!(
+            x,
+            y,
+            "{what}: line {} differs\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}",
+            i + 1
+        );
     }
-    assert_eq!(a.len(), b.len(), "{what}: line counts differ\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}");
+    assert_eq!(
+        a.len(),
+        b.len(),
+        "{what}: line counts differ\n--- ours ---\n{ours}\n--- gprof -b ---\n{theirs}"
+    );
 }
 
 fn check(flags: &[&str], tag: &str, expect_cycle: bool) {
@@ -92,16 +116,28 @@ fn check(flags: &[&str], tag: &str, expect_cycle: bool) {
     }
     let (bin, gmon1) = build_and_run("callgraph.c", flags, &["300"], tag);
     let theirs = gnu_gprof(&bin, &[&gmon1]);
-    assert_eq!(theirs.contains("<cycle 1 as a whole>"), expect_cycle, "{theirs}");
+    assert_eq!(
+        theirs.contains("<cycle 1 as a whole>"),
+        expect_cycle,
+        "{theirs}"
+    );
     assert_same(&ours(&bin, &[&gmon1]), &theirs, tag);
     // A second run: two gmon files sum like `gprof -s`.
     let dir = bin.parent().unwrap();
     let gmon2 = dir.join("second.gmon");
     std::fs::rename(&gmon1, &gmon2).unwrap();
-    let status = Command::new(&bin).arg("200").current_dir(dir).status().unwrap();
+    let status = Command::new(&bin)
+        .arg("200")
+        .current_dir(dir)
+        .status()
+        .unwrap();
     assert!(status.success());
     let theirs = gnu_gprof(&bin, &[&gmon2, &gmon1]);
-    assert_same(&ours(&bin, &[&gmon2, &gmon1]), &theirs, &format!("{tag} summed"));
+    assert_same(
+        &ours(&bin, &[&gmon2, &gmon1]),
+        &theirs,
+        &format!("{tag} summed"),
+    );
 }
 
 #[test]

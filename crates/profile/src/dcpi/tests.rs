@@ -76,7 +76,12 @@ fn rewriting_preserves_every_byte() {
     let header_end = data.windows(8).position(|w| w == b"samples ").unwrap();
     let mut out = Vec::new();
     write(&again[0], &mut out).unwrap();
-    assert_eq!(&out[..header_end], &data[..header_end], "{}", String::from_utf8_lossy(&out));
+    assert_eq!(
+        &out[..header_end],
+        &data[..header_end],
+        "{}",
+        String::from_utf8_lossy(&out)
+    );
     assert_eq!(again[0].chunks, read(&data).unwrap().chunks);
 }
 
@@ -90,12 +95,18 @@ fn per_address_totals_in_the_model() {
         .map(|s| (p.location(s.locations[0]).address, s.values[0]))
         .collect();
     by_addr.sort();
-    assert_eq!(by_addr, vec![(0x120000010, 5), (0x120000012, 7), (0x120000100, 11)]);
+    assert_eq!(
+        by_addr,
+        vec![(0x120000010, 5), (0x120000012, 7), (0x120000100, 11)]
+    );
     assert_eq!(p.totals()[0], 23);
     // 62000 cycles at 333 MHz per sample.
     assert_eq!(p.period, (62000.0f64 * 1000.0 / 333.0).round() as i64);
     assert_eq!(p.mappings[0].path, "/usr/bin/ls");
-    assert_eq!((p.mappings[0].start, p.mappings[0].limit), (0x120000000, 0x120001000));
+    assert_eq!(
+        (p.mappings[0].start, p.mappings[0].limit),
+        (0x120000000, 0x120001000)
+    );
 }
 
 #[test]
@@ -105,14 +116,22 @@ fn corrupt_footer_is_reported() {
     data[n - 4..].copy_from_slice(&24u32.to_le_bytes());
     let e = read(&data).unwrap_err();
     assert_eq!(e.offset, (n - 8) as u64);
-    assert!(e.message.contains("footer says 3 addresses with 24 samples"), "{e}");
+    assert!(
+        e.message
+            .contains("footer says 3 addresses with 24 samples"),
+        "{e}"
+    );
     assert!(e.message.contains("23 samples"), "{e}");
 }
 
 #[test]
 fn overlapping_and_decreasing_chunks_are_reported() {
     let data = hand_written();
-    let binary = data.windows(11).position(|w| w == b"samples  \t\n").unwrap() + 11;
+    let binary = data
+        .windows(11)
+        .position(|w| w == b"samples  \t\n")
+        .unwrap()
+        + 11;
     // Second chunk starting inside the first (0x10..0x13).
     let mut bad = data.clone();
     bad[binary + 20..binary + 24].copy_from_slice(&0x12u32.to_le_bytes());
@@ -139,7 +158,10 @@ fn header_errors_name_the_line() {
     assert!(e.message.contains("hexadecimal"), "{e}");
     assert!(e.offset > 0);
     let v1 = String::from_utf8_lossy(&data).replace("pdb-0.07", "pdb-1.01");
-    assert!(read(v1.as_bytes()).unwrap_err().message.contains("major version 0"));
+    assert!(read(v1.as_bytes())
+        .unwrap_err()
+        .message
+        .contains("major version 0"));
     assert!(text.starts_with("version"));
     let e = read(b"version pdb-0.07\n").unwrap_err();
     assert!(e.message.contains("no `samples` line"), "{e}");
@@ -148,7 +170,11 @@ fn header_errors_name_the_line() {
 #[test]
 fn every_truncation_of_the_binary_part_is_an_error() {
     let data = hand_written();
-    let binary = data.windows(11).position(|w| w == b"samples  \t\n").unwrap() + 11;
+    let binary = data
+        .windows(11)
+        .position(|w| w == b"samples  \t\n")
+        .unwrap()
+        + 11;
     for len in binary..data.len() {
         let e = read(&data[..len]).unwrap_err();
         assert!(e.offset <= len as u64, "cut at {len}: {e}");
@@ -159,8 +185,18 @@ fn every_truncation_of_the_binary_part_is_an_error() {
 fn writes_one_padded_profile_per_image_from_any_profile() {
     let mut b = crate::model::ProfileBuilder::new(crate::model::cpu_sample_types());
     b.profile.mappings = vec![
-        Mapping { start: 0x400000, limit: 0x401000, path: "/bin/app".into(), ..Mapping::default() },
-        Mapping { start: 0x7f0000000000, limit: 0x7f0000010000, path: "/lib/libc.so.6".into(), ..Mapping::default() },
+        Mapping {
+            start: 0x400000,
+            limit: 0x401000,
+            path: "/bin/app".into(),
+            ..Mapping::default()
+        },
+        Mapping {
+            start: 0x7f0000000000,
+            limit: 0x7f0000010000,
+            path: "/lib/libc.so.6".into(),
+            ..Mapping::default()
+        },
     ];
     b.profile.period = 10_000_000;
     b.profile.period_type = ValueType::new("cpu", "nanoseconds");
@@ -173,18 +209,33 @@ fn writes_one_padded_profile_per_image_from_any_profile() {
     let p = b.finish();
     let (files, notes) = from_profile(&p);
     assert_eq!(files.len(), 2);
-    assert!(notes.iter().any(|n| n.contains("call stacks of 1 samples")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("call stacks of 1 samples")),
+        "{notes:?}"
+    );
     for f in &files {
         let mut out = Vec::new();
         write(f, &mut out).unwrap();
-        let header_len = out.windows(8).position(|w| w.starts_with(b"samples")).unwrap();
+        let header_len = out
+            .windows(8)
+            .position(|w| w.starts_with(b"samples"))
+            .unwrap();
         let binary = header_len + f.terminator.len() + 1;
         assert_eq!(binary % 4, 0, "binary part aligned");
         let back = read(&out).unwrap();
         assert_eq!(&back, f);
     }
-    let app = files.iter().find(|f| f.path.as_deref() == Some("/bin/app")).unwrap();
-    assert_eq!(app.chunks, vec![Chunk { offset: 0x10, counts: vec![3, 2] }]);
+    let app = files
+        .iter()
+        .find(|f| f.path.as_deref() == Some("/bin/app"))
+        .unwrap();
+    assert_eq!(
+        app.chunks,
+        vec![Chunk {
+            offset: 0x10,
+            counts: vec![3, 2]
+        }]
+    );
     // And back into the model: same leaf counts, as cpu/nanoseconds too.
     let model = to_profile(&files).unwrap();
     assert_eq!(model.totals(), vec![9, 90_000_000]);
@@ -211,7 +262,9 @@ fn databases_combine_epochs_and_pick_one() {
     assert_eq!(model.totals()[0], 46);
     let one = read_database(&dir, Some("9706131430")).unwrap();
     assert_eq!(one.len(), 1);
-    assert!(read_database(&dir, Some("0000000000")).unwrap_err().contains("no epoch"));
+    assert!(read_database(&dir, Some("0000000000"))
+        .unwrap_err()
+        .contains("no epoch"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -249,7 +302,11 @@ mod properties {
                 ];
                 // Unknown lines anywhere in the header.
                 for (i, u) in unknown.into_iter().enumerate() {
-                    if !u.starts_with("samples") && !KNOWN.iter().any(|k| u.split([' ', '\t']).next() == Some(*k)) {
+                    if !u.starts_with("samples")
+                        && !KNOWN
+                            .iter()
+                            .any(|k| u.split([' ', '\t']).next() == Some(*k))
+                    {
                         header.insert((i * 3) % header.len(), u);
                     }
                 }
@@ -259,17 +316,21 @@ mod properties {
                 for (gap, counts) in chunks {
                     let offset = next + u64::from(gap);
                     next = offset + counts.len() as u64;
-                    bin.push(Chunk { offset: offset as u32, counts });
+                    bin.push(Chunk {
+                        offset: offset as u32,
+                        counts,
+                    });
                 }
-                let mut p = read(&[std::mem::take(&mut text).into_bytes(), vec![0; 8]].concat()).unwrap();
+                let mut p =
+                    read(&[std::mem::take(&mut text).into_bytes(), vec![0; 8]].concat()).unwrap();
                 p.chunks = bin;
                 p
             })
     }
 
     const KNOWN: [&str; 13] = [
-        "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed", "cpuamask",
-        "cpuimplv", "cpucount", "path",
+        "version", "image", "epoch", "platform", "event", "period", "tstart", "tsize", "cpuspeed",
+        "cpuamask", "cpuimplv", "cpucount", "path",
     ];
 
     proptest! {

@@ -138,7 +138,9 @@ fn same_range_histograms_are_summed_past_u16() {
 #[test]
 fn arc_counts_past_u32_are_summed_and_split_on_write() {
     let mut b = Bytes::gnu(LE32);
-    b.arc(0x10, 0x20, u32::MAX).arc(0x10, 0x20, u32::MAX).arc(0x10, 0x20, 3);
+    b.arc(0x10, 0x20, u32::MAX)
+        .arc(0x10, 0x20, u32::MAX)
+        .arc(0x10, 0x20, 3);
     let f = read(&b.buf, Some(LE32)).unwrap();
     assert_eq!(f.arcs[0].count, 2 * u64::from(u32::MAX) + 3);
     let mut out = Vec::new();
@@ -150,18 +152,21 @@ fn arc_counts_past_u32_are_summed_and_split_on_write() {
 #[test]
 fn disjoint_histograms_need_equal_scales_and_partial_overlap_is_refused() {
     let mut b = Bytes::gnu(LE64);
-    b.hist(0x1000, 0x1008, &[1, 2, 3, 4]).hist(0x2000, 0x2008, &[5, 6, 7, 8]);
+    b.hist(0x1000, 0x1008, &[1, 2, 3, 4])
+        .hist(0x2000, 0x2008, &[5, 6, 7, 8]);
     let f = read(&b.buf, None).unwrap();
     assert_eq!(f.histograms.len(), 2);
 
     let mut b = Bytes::gnu(LE64);
-    b.hist(0x1000, 0x1008, &[1, 2, 3, 4]).hist(0x2000, 0x2010, &[5, 6, 7, 8]);
+    b.hist(0x1000, 0x1008, &[1, 2, 3, 4])
+        .hist(0x2000, 0x2010, &[5, 6, 7, 8]);
     let e = read(&b.buf, Some(LE64)).unwrap_err();
     assert!(e.message.contains("scale"), "{e}");
     assert_eq!(e.offset, 20 + 1 + 8 + 8 + 4 + 4 + 16 + 8);
 
     let mut b = Bytes::gnu(LE64);
-    b.hist(0x1000, 0x1008, &[1, 2, 3, 4]).hist(0x1004, 0x100c, &[5, 6, 7, 8]);
+    b.hist(0x1000, 0x1008, &[1, 2, 3, 4])
+        .hist(0x1004, 0x100c, &[5, 6, 7, 8]);
     let e = read(&b.buf, Some(LE64)).unwrap_err();
     assert!(e.message.contains("partially overlaps"), "{e}");
     assert_eq!(e.offset, 20 + 1 + 8 + 8 + 4 + 4 + 16 + 8);
@@ -170,7 +175,9 @@ fn disjoint_histograms_need_equal_scales_and_partial_overlap_is_refused() {
 #[test]
 fn every_truncation_point_is_an_error_naming_its_offset() {
     let mut b = Bytes::gnu(LE64);
-    b.hist(0x1000, 0x1008, &[1, 2, 3, 4]).arc(1, 2, 3).bbs(&[(5, 6)]);
+    b.hist(0x1000, 0x1008, &[1, 2, 3, 4])
+        .arc(1, 2, 3)
+        .bbs(&[(5, 6)]);
     let full = b.buf.clone();
     assert!(read(&full, Some(LE64)).is_ok());
     for len in 0..full.len() {
@@ -350,7 +357,10 @@ fn stacks_into_gmon_say_what_is_dropped() {
     let h = &f.histograms[0];
     assert_eq!(h.bins[h.bin_of(0x1000).unwrap()], 3);
     assert_eq!(h.bins[h.bin_of(0x2000).unwrap()], 1);
-    assert!(notes.iter().any(|n| n.contains("call stacks of 1 samples")), "{notes:?}");
+    assert!(
+        notes.iter().any(|n| n.contains("call stacks of 1 samples")),
+        "{notes:?}"
+    );
 }
 
 #[test]
@@ -402,7 +412,11 @@ mod properties {
                         bins,
                     });
                 }
-                let mask = if target.pointer_size == 4 { 0xffff_ffff } else { u64::MAX };
+                let mask = if target.pointer_size == 4 {
+                    0xffff_ffff
+                } else {
+                    u64::MAX
+                };
                 let mut t = ArcTable::default();
                 for (a, b, c) in arcs {
                     t.add(a & mask, b & mask, c);

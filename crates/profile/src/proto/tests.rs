@@ -31,7 +31,11 @@ fn errors_name_offsets() {
         ..Default::default()
     };
     p.sample_type.push(wire::ValueType { r#type: 1, unit: 2 });
-    p.sample.push(wire::Sample { location_id: vec![7], value: vec![1], label: vec![] });
+    p.sample.push(wire::Sample {
+        location_id: vec![7],
+        value: vec![1],
+        label: vec![],
+    });
     let bytes = p.encode_to_vec();
     let e = read(&bytes).unwrap_err();
     assert!(e.message.contains("location 7"), "{e}");
@@ -43,7 +47,10 @@ fn errors_name_offsets() {
 
 #[test]
 fn string_table_must_start_empty() {
-    let p = wire::Profile { string_table: vec!["x".into()], ..Default::default() };
+    let p = wire::Profile {
+        string_table: vec!["x".into()],
+        ..Default::default()
+    };
     let e = read(&p.encode_to_vec()).unwrap_err();
     assert!(e.message.contains("string_table[0]"), "{e}");
 }
