@@ -98,6 +98,10 @@ pub struct OutputArgs {
     /// gmon.out files; needs the executable. Several files are summed.
     #[arg(long)]
     pub gprof: bool,
+    /// One row per procedure and image, like DCPI's dcpiprof: samples, %,
+    /// cum %, procedure, image.
+    #[arg(long)]
+    pub dcpiprof: bool,
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -163,6 +167,15 @@ pub fn run(args: Args) -> Result<i32> {
     }
 
     let options = report_options(&args, &profile)?;
+    if args.output.dcpiprof {
+        let mut out = output(args.output_file.as_deref())?;
+        let index = options
+            .sample_index
+            .unwrap_or_else(|| profile.default_sample_index());
+        cpuprof_report::dcpiprof::write(&profile, index, &mut out)?;
+        out.flush()?;
+        return Ok(0);
+    }
     let stacks = Stacks::build(&profile, &options);
     let graph = Graph::build(&stacks, false);
 

@@ -411,3 +411,95 @@ fn dcpi_database_directories_are_read_whole_or_by_epoch() {
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
 }
+
+/// A DCPI profile written by hand for a real binary (function addresses
+/// from `nm`, unknown header lines, no cpuprof line): `--dcpiprof` and
+/// `--text` give each procedure the counts written at its addresses.
+#[test]
+fn hand_written_dcpi_profile_per_procedure_totals() {
+    if !require_tool("gcc") || !require_tool("nm") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let bin = dir.path().join("callgraph");
+    let st = Command::new("gcc")
+        .args(["-O1", "-no-pie"])
+        .arg(cpuprof_testkit::workload("callgraph.c"))
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let nm = run_stdout(Command::new("nm").arg(&bin));
+    let addr = |name: &str| -> u64 {
+        nm.lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 3 && f[2] == name).then(|| u64::from_str_radix(f[0], 16).unwrap())
+            })
+            .unwrap_or_else(|| panic!("{name} not in nm output"))
+    };
+    let (leaf, fa, rec) = (addr("leaf"), addr("fa"), addr("rec"));
+    let tstart = leaf.min(fa).min(rec);
+    let header = format!(
+        "version pdb-0.07\nimage 4d2\nx-unknown-key kept as is\nepoch 2411211200\nplatform x86_64-linux\nevent cycles\nperiod 62000\ntstart {tstart:x}\ntsize 65536\ncpuspeed 2000\npath {}\nsamples\n",
+        bin.display()
+    );
+    // Chunks must be in increasing order of offset.
+    let mut counts: Vec<(u64, u32)> = vec![
+        (leaf - tstart, 5),
+        (leaf - tstart + 4, 6),
+        (fa - tstart, 7),
+        (rec - tstart + 2, 3),
+    ];
+    counts.sort();
+    let mut data = header.into_bytes();
+    let mut total = 0u32;
+    for (off, n) in &counts {
+        data.extend_from_slice(&(*off as u32).to_le_bytes());
+        data.extend_from_slice(&1u32.to_le_bytes());
+        data.extend_from_slice(&n.to_le_bytes());
+        total += n;
+    }
+    data.extend_from_slice(&(counts.len() as u32).to_le_bytes());
+    data.extend_from_slice(&total.to_le_bytes());
+    let file = dir.path().join("callgraph.dcpi");
+    std::fs::write(&file, &data).unwrap();
+    let text = run_stdout(cpuprof().args(["report", "--dcpiprof"]).arg(&file));
+    let row = |name: &str| -> (i64, String) {
+        text.lines()
+            .find_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f.len() == 5 && f[3] == name).then(|| (f[0].parse().unwrap(), f[4].to_string()))
+            })
+            .unwrap_or_else(|| panic!("{name} not in\n{text}"))
+    };
+    assert_eq!(row("leaf"), (11, "callgraph".to_string()), "{text}");
+    assert_eq!(row("fa"), (7, "callgraph".to_string()));
+    assert_eq!(row("rec"), (3, "callgraph".to_string()));
+    assert!(text.contains("samples             21"), "{text}");
+    let flat = TextReport::parse(&run_stdout(
+        cpuprof().args(["report", "--text"]).arg(&bin).arg(&file),
+    ));
+    assert_eq!(flat.total, 21);
+    assert_eq!(flat.row("leaf").map(|r| r.flat), Some(11));
+    // Rewritten through convert, the header comes back byte for byte.
+    let db = dir.path().join("db");
+    run_stdout(
+        cpuprof()
+            .args(["convert"])
+            .arg(&file)
+            .arg("-o")
+            .arg(&db)
+            .args(["--to", "dcpi"]),
+    );
+    let written = std::fs::read_dir(db.join("2411211200"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let again = std::fs::read(written).unwrap();
+    let header_len = data.windows(8).position(|w| w == b"samples\n").unwrap();
+    assert_eq!(&again[..header_len], &data[..header_len]);
+}

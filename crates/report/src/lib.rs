@@ -8,6 +8,7 @@
 //! node, caller→callee edges); each output module renders one of them.
 #![deny(missing_docs)]
 
+pub mod dcpiprof;
 pub mod executable;
 pub mod gprof;
 pub mod graph;
