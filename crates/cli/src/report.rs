@@ -211,8 +211,9 @@ fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Resu
     };
     let exe =
         std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
-    let symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
+    let mut symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
         .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
+    symbols.resolve_source_files(binary);
     let target = cpuprof_report::executable::elf_target(&exe);
     let mut sum: Option<gmon::GmonFile> = None;
     for path in profiles {

@@ -33,6 +33,8 @@ use object::{Object, ObjectSection, ObjectSymbol, SectionKind, SymbolFlags, Symb
 pub struct GprofSymbol {
     /// The name as printed (demangled, with parameters, like gprof).
     pub name: String,
+    /// The name in the symbol table (mangled): gprof sorts by it.
+    pub system_name: String,
     /// Start address (link-time).
     pub address: u64,
     /// Last address covered (the next symbol's address minus one).
@@ -82,6 +84,7 @@ impl GprofSymbols {
             }
             raw.push(GprofSymbol {
                 name: demangle(name),
+                system_name: name.to_string(),
                 address,
                 end: 0,
                 is_static: class == 't',
@@ -102,6 +105,42 @@ impl GprofSymbols {
     pub fn set_source_files(&mut self, source_file: impl Fn(u64) -> Option<String>) {
         for s in &mut self.symbols {
             s.file = source_file(s.address);
+        }
+    }
+
+    /// Sets the source file of each static symbol from the debug
+    /// information of the executable at `path` (through the symbolizer),
+    /// as gprof names it after static functions in the index.
+    pub fn resolve_source_files(&mut self, path: &std::path::Path) {
+        let Ok(data) = std::fs::read(path) else {
+            return;
+        };
+        let mut b = cpuprof_profile::ProfileBuilder::new(vec![cpuprof_profile::ValueType::new(
+            "samples", "count",
+        )]);
+        b.profile.mappings = crate::executable::executable_mappings(&data, path);
+        let statics: Vec<(usize, cpuprof_profile::LocationId)> = self
+            .symbols
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| s.is_static)
+            .map(|(i, s)| (i, b.location_at(s.address)))
+            .collect();
+        let mut profile = b.profile;
+        let options = cpuprof_symbolize::Options {
+            binaries: vec![path.to_path_buf()],
+            ..cpuprof_symbolize::Options::default()
+        };
+        let _ = cpuprof_symbolize::symbolize(&mut profile, &options);
+        for (i, loc) in statics {
+            let location = profile.location(loc);
+            // gprof takes the file only with a line number for the address.
+            self.symbols[i].file = location
+                .lines
+                .last()
+                .filter(|l| l.line > 0)
+                .map(|l| profile.function(l.function).filename.clone())
+                .filter(|f| !f.is_empty());
         }
     }
 
@@ -197,8 +236,8 @@ fn finalize(mut raw: Vec<GprofSymbol>, text_end: u64) -> Vec<GprofSymbol> {
     for src in raw {
         if prev_addr == Some(src.address) {
             let dst = out.last_mut().unwrap();
-            let s = src.name.as_bytes();
-            let d = dst.name.as_bytes();
+            let s = src.system_name.as_bytes();
+            let d = dst.system_name.as_bytes();
             let s1 = s.get(1).copied().unwrap_or(0);
             let d1 = d.get(1).copied().unwrap_or(0);
             let s0 = s.first().copied().unwrap_or(0);
@@ -319,6 +358,9 @@ struct Analysis {
     has_arcs: bool,
     /// The source file printed after each static function in the index.
     static_files: Vec<Option<String>>,
+    /// The printed (demangled) name of each symbol; nodes carry the
+    /// symbol-table name, which gprof sorts by.
+    shown: Vec<String>,
 }
 
 impl Analysis {
@@ -328,7 +370,7 @@ impl Analysis {
             .symbols
             .iter()
             .enumerate()
-            .map(|(i, s)| Node::new(Some(s.name.clone()), i))
+            .map(|(i, s)| Node::new(Some(s.system_name.clone()), i))
             .collect();
         let first = gmon.histograms.first();
         let mut a = Analysis {
@@ -343,6 +385,7 @@ impl Analysis {
             print_time: 0.0,
             has_histogram: first.is_some(),
             has_arcs: !gmon.arcs.is_empty(),
+            shown: symbols.symbols.iter().map(|s| s.name.clone()).collect(),
             static_files: symbols
                 .symbols
                 .iter()
@@ -752,14 +795,20 @@ impl Analysis {
         })
     }
 
+    /// The symbol-table name (for sorting).
     fn name(&self, n: usize) -> &str {
         self.nodes[n].name.as_deref().unwrap_or("")
+    }
+
+    /// The printed name.
+    fn shown(&self, n: usize) -> &str {
+        self.shown.get(n).map_or("", String::as_str)
     }
 
     /// gprof's `print_name`: the name, its cycle and its index.
     fn full_name(&self, n: usize) -> String {
         let node = &self.nodes[n];
-        let mut s = self.name(n).to_string();
+        let mut s = self.shown(n).to_string();
         if node.cyc_num != 0 {
             let _ = write!(s, " <cycle {}>", node.cyc_num);
         }
@@ -873,7 +922,7 @@ impl Analysis {
             } else {
                 let _ = write!(out, " {:8} {:8} {:8}  ", "", "", "");
             }
-            out.push_str(self.name(n));
+            out.push_str(self.shown(n));
             out.push('\n');
         }
     }
@@ -1185,7 +1234,7 @@ impl Analysis {
                 }
                 let _ = write!(out, " {buf} ");
                 let name = if j < nnames {
-                    self.name(n).to_string()
+                    self.shown(n).to_string()
                 } else {
                     format!("<cycle {}>", node.cyc_num)
                 };

@@ -26,17 +26,27 @@ fn require_tool(name: &str) -> bool {
 
 /// Builds `workloads/<source>` with `flags`, runs it with `args` in a
 /// fresh directory and returns (binary, gmon.out).
-fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (PathBuf, PathBuf) {
-    let dir = tempfile::Builder::new()
+fn build_and_run(
+    source: &str,
+    flags: &[&str],
+    args: &[&str],
+    tag: &str,
+) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let compiler = if source.ends_with(".cc") {
+        "g++"
+    } else {
+        "gcc"
+    };
+    let tmp = tempfile::Builder::new()
         .prefix(&format!("gprof-{tag}-"))
         .tempdir()
-        .unwrap()
-        .keep();
+        .unwrap();
+    let dir = tmp.path().to_path_buf();
     let src = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../tests/workloads")
         .join(source);
     let bin = dir.join("prog");
-    let status = Command::new("gcc")
+    let status = Command::new(compiler)
         .args(flags)
         .arg("-pg")
         .arg(&src)
@@ -48,12 +58,13 @@ fn build_and_run(source: &str, flags: &[&str], args: &[&str], tag: &str) -> (Pat
     let status = Command::new(&bin)
         .args(args)
         .current_dir(&dir)
+        .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
     assert!(status.success());
     let gmon = dir.join("gmon.out");
     assert!(gmon.exists(), "the program wrote no gmon.out");
-    (bin, gmon)
+    (tmp, bin, gmon)
 }
 
 fn gnu_gprof(bin: &Path, gmons: &[&Path]) -> String {
@@ -73,7 +84,8 @@ fn gnu_gprof(bin: &Path, gmons: &[&Path]) -> String {
 
 fn ours(bin: &Path, gmons: &[&Path]) -> String {
     let exe = std::fs::read(bin).unwrap();
-    let symbols = GprofSymbols::from_elf(&exe).unwrap();
+    let mut symbols = GprofSymbols::from_elf(&exe).unwrap();
+    symbols.resolve_source_files(bin);
     let mut sum: Option<gmon::GmonFile> = None;
     for g in gmons {
         let f = gmon::read(&std::fs::read(g).unwrap(), None).unwrap();
@@ -114,7 +126,12 @@ fn check(flags: &[&str], tag: &str, expect_cycle: bool) {
     if !require_tool("gprof") || !require_tool("gcc") {
         return;
     }
-    let (bin, gmon1) = build_and_run("callgraph.c", flags, &["300"], tag);
+    let (_tmp, bin, gmon1) = build_and_run("callgraph.c", flags, &["300"], tag);
+    let theirs = gnu_gprof(&bin, &[&gmon1]);
+    if flags.contains(&"-g") {
+        // Static functions are followed by their source file in the index.
+        assert!(theirs.contains("spin_static (callgraph.c)"), "{theirs}");
+    }
     let theirs = gnu_gprof(&bin, &[&gmon1]);
     assert_eq!(
         theirs.contains("<cycle 1 as a whole>"),
@@ -129,6 +146,7 @@ fn check(flags: &[&str], tag: &str, expect_cycle: bool) {
     let status = Command::new(&bin)
         .arg("200")
         .current_dir(dir)
+        .stdout(std::process::Stdio::null())
         .status()
         .unwrap();
     assert!(status.success());
@@ -154,4 +172,23 @@ fn gprof_report_matches_gnu_gprof_non_pie() {
 fn gprof_report_matches_gnu_gprof_o2() {
     // gcc -O2 turns the mutual recursion into loops and fa into a tail call.
     check(&["-O2", "-no-pie"], "o2", false);
+}
+
+#[test]
+fn gprof_report_matches_gnu_gprof_with_debug_info() {
+    check(&["-O1", "-g", "-no-pie"], "debuginfo", true);
+}
+
+#[test]
+fn gprof_report_matches_gnu_gprof_cxx() {
+    if !require_tool("gprof") || !require_tool("g++") {
+        return;
+    }
+    let (_tmp, bin, gmon) = build_and_run("templates.cc", &["-O1"], &[], "cxx");
+    let theirs = gnu_gprof(&bin, &[&gmon]);
+    assert!(
+        theirs.contains("ns::work(ns::Box<float> const&, int)"),
+        "{theirs}"
+    );
+    assert_same(&ours(&bin, &[&gmon]), &theirs, "cxx");
 }
