@@ -11,8 +11,8 @@
 //!   (`n u32`, then `n` × `(address, count)` of pointer size);
 //! - 4.4BSD: `lpc, hpc, ncnt i32, version 0x00051879, profrate, spare[3]`,
 //!   the bins, then arcs `(from, self, count)` of pointer size to EOF;
-//! - the old BSD format: `lpc, hpc, ncnt` (padded to 24 bytes on 64-bit),
-//!   the bins, then arcs as above.
+//! - the old BSD format: `lpc, hpc, ncnt` (12 or 20 bytes: gprof reads no
+//!   padding after `ncnt` on 64-bit targets), the bins, then arcs as above.
 //!
 //! None of them records the pointer width or byte order: they come from
 //! the executable ([`crate::Target`]) when one is given, and are inferred
@@ -599,7 +599,7 @@ fn parse_bsd(data: &[u8], target: Target) -> Result<GmonFile, ParseError> {
     let ncnt_at = c.pos;
     let ncnt = c.u32("the header's byte count")? as usize;
     // 4.4BSD: a version word, the rate and 3 spare words follow; the old
-    // format has none (but is padded to 24 bytes on 64-bit targets).
+    // format has none.
     let after_ncnt = c.pos;
     let is_bsd44 = c.remaining() >= 4 && {
         let v = c.u32("the version")?;
@@ -616,10 +616,9 @@ fn parse_bsd(data: &[u8], target: Target) -> Result<GmonFile, ParseError> {
         }
         (GmonKind::Bsd44, header, rate)
     } else {
-        let header = if p == 8 { 24 } else { 12 };
-        if c.pos < header {
-            c.take(header - c.pos, "the header padding")?;
-        }
+        // No padding after `ncnt`, even on 64-bit targets: gprof 2.40 reads
+        // the bins from byte 20 (measured with crafted files).
+        let header = 2 * p + 4;
         // The old format does not record the rate: gprof assumes the
         // system clock's, 100 Hz on Linux.
         (GmonKind::OldBsd, header, 100)

@@ -223,13 +223,12 @@ mod tests {
 
     #[test]
     fn old_bsd_gmon_of_a_pie_is_not_taken_for_gperftools() {
-        // lpc 0, hpc 0x1000, ncnt 24+8: starts with 8 zero bytes like a
+        // lpc 0, hpc 0x1000, ncnt 20+8: starts with 8 zero bytes like a
         // 64-bit gperftools header.
         let mut d = Vec::new();
         d.extend_from_slice(&0u64.to_le_bytes());
         d.extend_from_slice(&0x1000u64.to_le_bytes());
-        d.extend_from_slice(&32u32.to_le_bytes());
-        d.extend_from_slice(&[0; 4]);
+        d.extend_from_slice(&28u32.to_le_bytes());
         d.extend_from_slice(&[1, 0, 2, 0, 3, 0, 4, 0]);
         assert_eq!(detect_format(&d), Some(Format::Gmon));
         let (_, p) = read_profile(&d, &ReadOptions::default()).unwrap();

@@ -192,3 +192,55 @@ fn gprof_report_matches_gnu_gprof_cxx() {
     );
     assert_same(&ours(&bin, &[&gmon]), &theirs, "cxx");
 }
+
+/// The same profile in the 4.4BSD and old BSD layouts (crafted from a real
+/// GNU-format file): gprof and we read them alike.
+#[test]
+fn gprof_report_matches_gnu_gprof_on_bsd_layouts() {
+    if !require_tool("gprof") || !require_tool("gcc") {
+        return;
+    }
+    let (tmp, bin, gmon_path) = build_and_run("callgraph.c", &["-O1", "-no-pie"], &["100"], "bsd");
+    let file = gmon::read(&std::fs::read(&gmon_path).unwrap(), None).unwrap();
+    let h = &file.histograms[0];
+    let bins: Vec<u8> = h
+        .bins
+        .iter()
+        .flat_map(|&b| (b as u16).to_le_bytes())
+        .collect();
+    let arcs: Vec<u8> = file
+        .arcs
+        .iter()
+        .flat_map(|a| {
+            [a.from_pc, a.self_pc, a.count]
+                .into_iter()
+                .flat_map(u64::to_le_bytes)
+        })
+        .collect();
+    let mut bsd44 = Vec::new();
+    bsd44.extend_from_slice(&h.low_pc.to_le_bytes());
+    bsd44.extend_from_slice(&h.high_pc.to_le_bytes());
+    bsd44.extend_from_slice(&((40 + bins.len()) as u32).to_le_bytes());
+    bsd44.extend_from_slice(&gmon::BSD44_VERSION.to_le_bytes());
+    bsd44.extend_from_slice(&h.prof_rate.to_le_bytes());
+    bsd44.extend_from_slice(&[0; 12]);
+    bsd44.extend_from_slice(&bins);
+    bsd44.extend_from_slice(&arcs);
+    let mut old = Vec::new();
+    old.extend_from_slice(&h.low_pc.to_le_bytes());
+    old.extend_from_slice(&h.high_pc.to_le_bytes());
+    old.extend_from_slice(&((20 + bins.len()) as u32).to_le_bytes());
+    old.extend_from_slice(&bins);
+    old.extend_from_slice(&arcs);
+    for (name, data, kind) in [
+        ("bsd44.gmon", bsd44, gmon::GmonKind::Bsd44),
+        ("oldbsd.gmon", old, gmon::GmonKind::OldBsd),
+    ] {
+        let path = tmp.path().join(name);
+        std::fs::write(&path, &data).unwrap();
+        assert_eq!(gmon::read(&data, None).unwrap().kind, kind);
+        let theirs = gnu_gprof(&bin, &[&path]);
+        assert!(theirs.contains("leaf"), "{theirs}");
+        assert_same(&ours(&bin, &[&path]), &theirs, name);
+    }
+}

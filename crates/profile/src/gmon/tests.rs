@@ -240,11 +240,8 @@ fn bsd44(t: Target, low: u64, high: u64, bins: &[u16], arcs: &[(u64, u64, u64)])
 
 fn old_bsd(t: Target, low: u64, high: u64, bins: &[u16], arcs: &[(u64, u64, u64)]) -> Vec<u8> {
     let mut b = Bytes { t, buf: Vec::new() };
-    let header = if t.pointer_size == 8 { 24 } else { 12 };
+    let header = if t.pointer_size == 8 { 20 } else { 12 };
     b.ptr(low).ptr(high).u32((header + 2 * bins.len()) as u32);
-    while b.buf.len() < header {
-        b.buf.push(0);
-    }
     for &x in bins {
         b.u16(x);
     }
