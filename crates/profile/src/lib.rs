@@ -95,7 +95,9 @@ fn is_gperftools(data: &[u8]) -> bool {
                 gperftools::Width::W64 => data.get(16..24),
                 gperftools::Width::W32 => data.get(8..12),
             };
-            version.is_some_and(|v| v.iter().all(|&b| b == 0))
+            // A file cut before the version slot is still claimed, so that
+            // the gperftools reader reports where it ends.
+            version.is_none_or(|v| v.iter().all(|&b| b == 0))
         }
         None => false,
     }
