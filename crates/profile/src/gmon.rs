@@ -71,7 +71,7 @@ pub struct Histogram {
     /// Samples per second (`prof_rate`), e.g. 100.
     pub prof_rate: u32,
     /// What a bin counts after division by the rate, e.g. `seconds`
-    /// (at most 15 bytes).
+    /// (at most 15 bytes, one character per byte).
     pub dimension: String,
     /// One-character abbreviation of the dimension, e.g. `s`.
     pub dimension_abbrev: u8,
@@ -577,10 +577,35 @@ fn parse_gnu(data: &[u8], target: Target) -> Result<GmonFile, ParseError> {
     Ok(file)
 }
 
-/// The dimension field: text up to the first NUL.
+/// The dimension field: text up to the first NUL, each byte one character
+/// (Latin-1), so any bytes survive a read and a write.
 fn dimension_string(field: &[u8]) -> String {
     let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
-    String::from_utf8_lossy(&field[..end]).into_owned()
+    field[..end].iter().map(|&b| char::from(b)).collect()
+}
+
+/// The dimension's bytes: one per character (characters past U+00FF,
+/// which no file holds, become `?`), at most 15.
+fn dimension_bytes(dimension: &str) -> [u8; 15] {
+    let mut out = [0u8; 15];
+    for (o, c) in out.iter_mut().zip(dimension.chars()) {
+        *o = u8::try_from(u32::from(c)).unwrap_or(b'?');
+    }
+    out
+}
+
+fn hex_bytes(s: &str) -> String {
+    s.chars().map(|c| format!("{:02x}", u32::from(c).min(0xff))).collect()
+}
+
+fn unhex_bytes(s: &str) -> Option<String> {
+    if s.len() % 2 != 0 {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok().map(char::from))
+        .collect()
 }
 
 fn read_bsd(data: &[u8], target: Option<Target>) -> Result<GmonFile, ParseError> {
@@ -704,11 +729,7 @@ pub fn write(file: &GmonFile, out: &mut dyn Write) -> io::Result<()> {
             put_pointer(&mut buf, t, h.high_pc);
             put_u32(&mut buf, t, h.bins.len() as u32);
             put_u32(&mut buf, t, h.prof_rate);
-            let mut dimen = [0u8; 15];
-            let bytes = h.dimension.as_bytes();
-            let n = bytes.len().min(15);
-            dimen[..n].copy_from_slice(&bytes[..n]);
-            buf.extend_from_slice(&dimen);
+            buf.extend_from_slice(&dimension_bytes(&h.dimension));
             buf.push(h.dimension_abbrev);
             for bin in &mut rest {
                 let part = (*bin).min(u64::from(u16::MAX));
@@ -841,12 +862,12 @@ pub fn to_profile(file: &GmonFile, symbol_starts: Option<&[u64]>) -> Profile {
     b.profile.default_sample_type = "samples".into();
     for h in &file.histograms {
         b.profile.comments.push(format!(
-            "{HISTOGRAM_COMMENT} low_pc={:#x} high_pc={:#x} bins={} rate={} dimension={} abbrev={} pointer_size={} big_endian={}",
+            "{HISTOGRAM_COMMENT} low_pc={:#x} high_pc={:#x} bins={} rate={} dimension_hex={} abbrev={} pointer_size={} big_endian={}",
             h.low_pc,
             h.high_pc,
             h.bins.len(),
             h.prof_rate,
-            h.dimension.replace(' ', "_"),
+            hex_bytes(&h.dimension),
             h.dimension_abbrev,
             file.target.pointer_size,
             file.target.big_endian
@@ -984,7 +1005,7 @@ fn parse_histogram_comment(line: &str) -> Option<(Histogram, Target)> {
             "high_pc" => h.high_pc = hex(v)?,
             "bins" => nbins = v.parse().ok()?,
             "rate" => h.prof_rate = v.parse().ok()?,
-            "dimension" => h.dimension = v.replace('_', " "),
+            "dimension_hex" => h.dimension = unhex_bytes(v)?,
             "abbrev" => h.dimension_abbrev = v.parse().ok()?,
             "pointer_size" => t.pointer_size = v.parse().ok().filter(|&p| p == 4 || p == 8)?,
             "big_endian" => t.big_endian = v.parse().ok()?,

@@ -452,3 +452,24 @@ mod properties {
         }
     }
 }
+
+/// Found by fuzzing: a dimension that is not UTF-8 must survive a write.
+#[test]
+fn any_dimension_bytes_round_trip() {
+    let mut b = Bytes::gnu(LE64);
+    b.buf.push(0);
+    b.ptr(0).ptr(8).u32(4).u32(100);
+    b.buf.extend_from_slice(b"W\xff\xfe\x80seconds\0\x01\x02\x03");
+    b.buf.push(0xad);
+    for x in [1u16, 2, 3, 4] {
+        b.u16(x);
+    }
+    let f = read(&b.buf, None).unwrap();
+    assert_eq!(f.histograms[0].dimension.chars().count(), 11);
+    let mut out = Vec::new();
+    write(&f, &mut out).unwrap();
+    assert_eq!(read(&out, None).unwrap(), f);
+    let p = to_profile(&f, None);
+    let (back, _) = from_profile(&p);
+    assert_eq!(back.histograms, f.histograms);
+}
