@@ -76,7 +76,8 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         ..Profile::default()
     };
     let mut function_of: FxHashMap<&str, LocationId> = FxHashMap::default();
-    let mut sample_of: FxHashMap<Vec<LocationId>, usize> = FxHashMap::default();
+    // Stacks are keyed by their text: the same frames always read the same.
+    let mut sample_of: FxHashMap<&str, usize> = FxHashMap::default();
     let mut offset = 0usize;
     for (n, raw_line) in text.split_inclusive('\n').enumerate() {
         let line_start = offset;
@@ -95,6 +96,10 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
                 ),
             ));
         };
+        if let Some(&i) = sample_of.get(stack) {
+            p.samples[i].values[0] = p.samples[i].values[0].saturating_add(count);
+            continue;
+        }
         let mut locations: Vec<LocationId> = Vec::new();
         for frame in stack.split(';') {
             if frame.is_empty() {
@@ -133,17 +138,12 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             locations.push(id);
         }
         locations.reverse(); // leaf first
-        match sample_of.get(&locations) {
-            Some(&i) => p.samples[i].values[0] = p.samples[i].values[0].saturating_add(count),
-            None => {
-                sample_of.insert(locations.clone(), p.samples.len());
-                p.samples.push(Sample {
-                    locations,
-                    values: vec![count],
-                    labels: Vec::new(),
-                });
-            }
-        }
+        sample_of.insert(stack, p.samples.len());
+        p.samples.push(Sample {
+            locations,
+            values: vec![count],
+            labels: Vec::new(),
+        });
     }
     Ok(p)
 }
@@ -156,48 +156,67 @@ fn parse_address(frame: &str) -> Option<u64> {
     u64::from_str_radix(hex, 16).ok()
 }
 
-/// The frames of a location, outermost first: its inline chain reversed,
-/// or its address when unsymbolized.
-fn frames(p: &Profile, id: LocationId, out: &mut Vec<String>) {
+/// The frames of a location joined by `;`, outermost first: its inline
+/// chain reversed, or its address when unsymbolized.
+fn location_frames(p: &Profile, id: LocationId) -> String {
     let loc = p.location(id);
     if loc.lines.is_empty() {
-        out.push(format!("0x{:x}", loc.address));
-        return;
+        return format!("0x{:x}", loc.address);
     }
-    for line in loc.lines.iter().rev() {
+    let mut out = String::new();
+    for (i, line) in loc.lines.iter().rev().enumerate() {
+        if i > 0 {
+            out.push(';');
+        }
         let name = &p.function(line.function).name;
-        let name = if name.is_empty() { "??" } else { name.as_str() };
-        out.push(name.replace(['\n', '\r'], " "));
+        if name.is_empty() {
+            out.push_str("??");
+        } else if name.contains(['\n', '\r']) {
+            out.push_str(&name.replace(['\n', '\r'], " "));
+        } else {
+            out.push_str(name);
+        }
     }
+    out
 }
 
 /// Writes the samples' `sample_index` values as collapsed stacks; samples
 /// with a zero value are left out.
 pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io::Result<()> {
-    let mut folded: FxHashMap<String, i64> = FxHashMap::default();
-    let mut names = Vec::new();
+    // Each location's text once, then stacks folded by location ids.
+    let mut text_of: Vec<Option<String>> = vec![None; profile.locations.len()];
+    let mut folded: FxHashMap<&[LocationId], i64> = FxHashMap::default();
     for s in &profile.samples {
         let v = s.values.get(sample_index).copied().unwrap_or(0);
         if v == 0 || s.locations.is_empty() {
             continue;
         }
-        names.clear();
-        for &l in s.locations.iter().rev() {
-            frames(profile, l, &mut names);
-        }
-        let e = folded.entry(names.join(";")).or_insert(0);
+        let e = folded.entry(&s.locations).or_insert(0);
         *e = e.saturating_add(v);
     }
-    let mut lines: Vec<(String, i64)> = folded.into_iter().filter(|(_, v)| *v != 0).collect();
-    lines.sort();
-    let mut buf = String::new();
-    for (stack, v) in lines {
-        buf.push_str(&stack);
-        buf.push(' ');
-        buf.push_str(&v.to_string());
-        buf.push('\n');
+    let mut lines: FxHashMap<String, i64> = FxHashMap::default();
+    for (stack, v) in folded {
+        let mut line = String::new();
+        for (i, &l) in stack.iter().rev().enumerate() {
+            if i > 0 {
+                line.push(';');
+            }
+            line.push_str(text_of[l.index()].get_or_insert_with(|| location_frames(profile, l)));
+        }
+        // Different locations may print the same (inline chains, names).
+        let e = lines.entry(line).or_insert(0);
+        *e = e.saturating_add(v);
     }
-    out.write_all(buf.as_bytes())
+    let mut lines: Vec<(String, i64)> = lines.into_iter().filter(|(_, v)| *v != 0).collect();
+    lines.sort_unstable();
+    let mut buf = Vec::with_capacity(lines.iter().map(|l| l.0.len() + 12).sum());
+    for (stack, v) in lines {
+        buf.extend_from_slice(stack.as_bytes());
+        buf.push(b' ');
+        buf.extend_from_slice(v.to_string().as_bytes());
+        buf.push(b'\n');
+    }
+    out.write_all(&buf)
 }
 
 #[cfg(test)]

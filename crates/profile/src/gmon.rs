@@ -595,7 +595,9 @@ fn dimension_bytes(dimension: &str) -> [u8; 15] {
 }
 
 fn hex_bytes(s: &str) -> String {
-    s.chars().map(|c| format!("{:02x}", u32::from(c).min(0xff))).collect()
+    s.chars()
+        .map(|c| format!("{:02x}", u32::from(c).min(0xff)))
+        .collect()
 }
 
 fn unhex_bytes(s: &str) -> Option<String> {
@@ -604,7 +606,11 @@ fn unhex_bytes(s: &str) -> Option<String> {
     }
     (0..s.len())
         .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok().map(char::from))
+        .map(|i| {
+            u8::from_str_radix(s.get(i..i + 2)?, 16)
+                .ok()
+                .map(char::from)
+        })
         .collect()
 }
 

@@ -219,10 +219,12 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
     let mut pos = 0;
     while pos < data.len() {
         let start = pos;
-        let key = varint(data, &mut pos).ok_or((
-            start,
-            "a field tag (varint) that ends within the data".to_string(),
-        ))?;
+        let key = varint(data, &mut pos).ok_or_else(|| {
+            (
+                start,
+                "a field tag (varint) that ends within the data".to_string(),
+            )
+        })?;
         let number = key >> 3;
         let wire_type = (key & 7) as u8;
         if number == 0 || number > 536_870_911 {
@@ -233,10 +235,12 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
         match wire_type {
             0 => {
                 value_start = pos;
-                varint(data, &mut pos).ok_or((
-                    value_start,
-                    "a varint value that ends within the data".to_string(),
-                ))?;
+                varint(data, &mut pos).ok_or_else(|| {
+                    (
+                        value_start,
+                        "a varint value that ends within the data".to_string(),
+                    )
+                })?;
                 value_len = pos - value_start;
             }
             1 | 5 => {
@@ -253,7 +257,8 @@ fn scan_top_level(data: &[u8]) -> Result<Vec<TopField>, (usize, String)> {
             }
             2 => {
                 let len_at = pos;
-                let n = varint(data, &mut pos).ok_or((len_at, "a length (varint)".to_string()))?;
+                let n = varint(data, &mut pos)
+                    .ok_or_else(|| (len_at, "a length (varint)".to_string()))?;
                 if n > (data.len() - pos) as u64 {
                     return Err((
                         len_at,
@@ -382,13 +387,15 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
             .ok()
             .and_then(|i| strings.get(i))
             .cloned()
-            .ok_or((
-                at.of(field, n),
-                format!(
-                    "{what} is string {i}, but the string table has {} entries",
-                    strings.len()
-                ),
-            ))
+            .ok_or_else(|| {
+                (
+                    at.of(field, n),
+                    format!(
+                        "{what} is string {i}, but the string table has {} entries",
+                        strings.len()
+                    ),
+                )
+            })
     };
     let value_type =
         |v: &wire::ValueType, field: u64, n: usize| -> Result<ValueType, (usize, String)> {
@@ -493,23 +500,27 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
         }
         let mapping = match l.mapping_id {
             0 => None,
-            id => Some(*mapping_index.get(&id).ok_or((
-                at.of(4, i),
-                format!(
-                    "location {} refers to mapping {id}, which does not exist",
-                    l.id
-                ),
-            ))?),
+            id => Some(*mapping_index.get(&id).ok_or_else(|| {
+                (
+                    at.of(4, i),
+                    format!(
+                        "location {} refers to mapping {id}, which does not exist",
+                        l.id
+                    ),
+                )
+            })?),
         };
         let mut lines = Vec::with_capacity(l.line.len());
         for line in &l.line {
-            let function = *function_index.get(&line.function_id).ok_or((
-                at.of(4, i),
-                format!(
-                    "location {} refers to function {}, which does not exist",
-                    l.id, line.function_id
-                ),
-            ))?;
+            let function = *function_index.get(&line.function_id).ok_or_else(|| {
+                (
+                    at.of(4, i),
+                    format!(
+                        "location {} refers to function {}, which does not exist",
+                        l.id, line.function_id
+                    ),
+                )
+            })?;
             lines.push(Line {
                 function,
                 line: line.line,
@@ -536,10 +547,12 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
         }
         let mut locations = Vec::with_capacity(s.location_id.len());
         for id in &s.location_id {
-            locations.push(*location_index.get(id).ok_or((
-                at.of(2, i),
-                format!("sample {i} refers to location {id}, which does not exist"),
-            ))?);
+            locations.push(*location_index.get(id).ok_or_else(|| {
+                (
+                    at.of(2, i),
+                    format!("sample {i} refers to location {id}, which does not exist"),
+                )
+            })?);
         }
         let mut labels = Vec::with_capacity(s.label.len());
         for l in &s.label {
@@ -715,7 +728,7 @@ pub fn to_wire(p: &Profile) -> wire::Profile {
 /// and reads).
 pub fn write(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
     let bytes = to_wire(profile).encode_to_vec();
-    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::default());
+    let mut gz = flate2::write::GzEncoder::new(out, flate2::Compression::fast());
     gz.write_all(&bytes)?;
     gz.finish()?;
     Ok(())

@@ -459,7 +459,8 @@ fn any_dimension_bytes_round_trip() {
     let mut b = Bytes::gnu(LE64);
     b.buf.push(0);
     b.ptr(0).ptr(8).u32(4).u32(100);
-    b.buf.extend_from_slice(b"W\xff\xfe\x80seconds\0\x01\x02\x03");
+    b.buf
+        .extend_from_slice(b"W\xff\xfe\x80seconds\0\x01\x02\x03");
     b.buf.push(0xad);
     for x in [1u16, 2, 3, 4] {
         b.u16(x);
