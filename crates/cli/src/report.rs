@@ -102,6 +102,10 @@ pub struct OutputArgs {
     /// cum %, procedure, image.
     #[arg(long)]
     pub dcpiprof: bool,
+    /// The (summed, symbolized) profile as a gzip-compressed pprof
+    /// profile.proto, for Go pprof and other tools (use -o FILE).
+    #[arg(long)]
+    pub proto: bool,
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -166,6 +170,12 @@ pub fn run(args: Args) -> Result<i32> {
         profile = sum(vec![profile, base]).context("--base")?;
     }
 
+    if args.output.proto {
+        let mut out = output(args.output_file.as_deref())?;
+        cpuprof_profile::proto::write(&profile, &mut out)?;
+        out.flush()?;
+        return Ok(0);
+    }
     let options = report_options(&args, &profile)?;
     if args.output.dcpiprof {
         let mut out = output(args.output_file.as_deref())?;
