@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
+use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
 use regex::Regex;
 
@@ -94,6 +95,15 @@ pub struct OutputArgs {
     /// One line per node: flat, flat%, sum%, cum, cum%, name (the default).
     #[arg(long)]
     pub text: bool,
+    /// Flame graph: a self-contained interactive HTML page (zoom, search,
+    /// tooltips), or a static SVG with `--flame=svg`. With --base, widths
+    /// are the profile's and colours the change (red grew, blue shrank).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub flame: Option<FlameFormat>,
+    /// Icicle graph: the flame graph with the root on top (`--icicle=svg`
+    /// for a static SVG).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub icicle: Option<FlameFormat>,
     /// gprof's own report (`gprof -b`: flat profile, call graph, index) of
     /// gmon.out files; needs the executable. Several files are summed.
     #[arg(long)]
@@ -106,6 +116,43 @@ pub struct OutputArgs {
     /// profile.proto, for Go pprof and other tools (use -o FILE).
     #[arg(long)]
     pub proto: bool,
+}
+
+/// The one output of a run; each output is one variant, dispatched in
+/// [`render`].
+enum Output {
+    Text,
+    Flame(FlameOptions),
+    Gprof,
+    Dcpiprof,
+    Proto,
+}
+
+impl OutputArgs {
+    /// The output asked for (`--text` when none is).
+    fn output(&self) -> Output {
+        let flame = |format, orientation| {
+            Output::Flame(FlameOptions {
+                format,
+                orientation,
+                ..FlameOptions::default()
+            })
+        };
+        if self.gprof {
+            return Output::Gprof;
+        }
+        if self.dcpiprof {
+            return Output::Dcpiprof;
+        }
+        if self.proto {
+            return Output::Proto;
+        }
+        match (self.flame, self.icicle) {
+            (Some(format), _) => flame(format, FlameOrientation::Flame),
+            (None, Some(format)) => flame(format, FlameOrientation::Icicle),
+            (None, None) => Output::Text,
+        }
+    }
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -146,7 +193,8 @@ pub fn run(args: Args) -> Result<i32> {
     if profiles.is_empty() {
         bail!("no profile given: every input is an ELF binary");
     }
-    if args.output.gprof {
+    if matches!(args.output.output(), Output::Gprof) {
+        // gprof's report reads gmon.out natively, not the profile model.
         return gprof_report(&args, &binaries, &profiles);
     }
     let symbolize_options = symbolize_options(&args, &binaries);
@@ -164,35 +212,75 @@ pub fn run(args: Args) -> Result<i32> {
         )?);
     }
     let mut profile = sum(loaded)?;
-    if let Some(base) = &args.base {
-        let mut base = load(base, &read_options, &symbolize_options, args.no_symbolize)?;
-        base.scale(-1);
-        profile = sum(vec![profile, base]).context("--base")?;
+    let output = args.output.output();
+    let mut base = None;
+    if let Some(path) = &args.base {
+        let mut loaded = load(path, &read_options, &symbolize_options, args.no_symbolize)?;
+        if matches!(output, Output::Flame(_)) {
+            // Flame graph widths cannot be negative: the base colours them.
+            base = Some(loaded);
+        } else {
+            loaded.scale(-1);
+            profile = sum(vec![profile, loaded]).context("--base")?;
+        }
     }
 
-    if args.output.proto {
-        let mut out = output(args.output_file.as_deref())?;
-        cpuprof_profile::proto::write(&profile, &mut out)?;
-        out.flush()?;
-        return Ok(0);
-    }
     let options = report_options(&args, &profile)?;
-    if args.output.dcpiprof {
-        let mut out = output(args.output_file.as_deref())?;
-        let index = options
-            .sample_index
-            .unwrap_or_else(|| profile.default_sample_index());
-        cpuprof_report::dcpiprof::write(&profile, index, &mut out)?;
-        out.flush()?;
-        return Ok(0);
-    }
     let stacks = Stacks::build(&profile, &options);
-    let graph = Graph::build(&stacks, false);
-
-    let mut out = output(args.output_file.as_deref())?;
-    text::write(&mut out, &stacks, &graph, &options)?;
+    let base_stacks = base.as_ref().map(|b| Stacks::build(b, &options));
+    let mut out = output_file(args.output_file.as_deref())?;
+    render(
+        &output,
+        &args,
+        &options,
+        &profile,
+        &stacks,
+        base_stacks.as_ref(),
+        &mut out,
+    )?;
     out.flush()?;
+    // The process ends here: freeing hundreds of thousands of samples one
+    // by one would only add time.
+    std::mem::forget(stacks);
+    std::mem::forget(profile);
     Ok(0)
+}
+
+/// Writes `output` of `stacks`: the one dispatch point of outputs.
+fn render(
+    output: &Output,
+    args: &Args,
+    options: &Options,
+    profile: &Profile,
+    stacks: &Stacks,
+    base: Option<&Stacks>,
+    out: &mut dyn Write,
+) -> Result<()> {
+    match output {
+        Output::Text => {
+            let graph = Graph::build(stacks, false);
+            text::write(out, stacks, &graph, options)?;
+            std::mem::forget(graph);
+        }
+        Output::Flame(flame_options) => {
+            let title: Vec<String> = args
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let input = flame::input_from_stacks(&title.join(" "), stacks, base);
+            flame::write_flame(&input, flame_options, out)?;
+        }
+        Output::Dcpiprof => {
+            let index = options
+                .sample_index
+                .unwrap_or_else(|| profile.default_sample_index());
+            cpuprof_report::dcpiprof::write(profile, index, out)?;
+        }
+        Output::Proto => cpuprof_profile::proto::write(profile, out)?,
+        Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
+    }
+    Ok(())
 }
 
 /// Splits the inputs into ELF binaries and profiles, by content.
@@ -251,7 +339,7 @@ fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Resu
                 .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
         }
     }
-    let mut out = output(args.output_file.as_deref())?;
+    let mut out = output_file(args.output_file.as_deref())?;
     cpuprof_report::gprof::write_report(&sum.expect("at least one profile"), &symbols, &mut out)?;
     out.flush()?;
     Ok(0)
@@ -353,7 +441,7 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
 }
 
 /// Standard output (buffered) or the file named by `-o`.
-fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
+fn output_file(path: Option<&Path>) -> Result<Box<dyn Write>> {
     Ok(match path {
         Some(path) => Box::new(BufWriter::new(
             File::create(path).with_context(|| format!("{}: cannot create", path.display()))?,

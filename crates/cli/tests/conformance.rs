@@ -218,7 +218,8 @@ fn ours_full(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
 }
 
 struct Case {
-    dir: TempDir,
+    /// Holds the files until the test ends.
+    _dir: TempDir,
     binary: PathBuf,
     profile: PathBuf,
 }
@@ -239,7 +240,7 @@ fn spin_case(flags: &[&str], args: &[&str]) -> Option<Case> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     profile_with_libprofiler(&lib, &binary, &args, &profile, 1000);
     Some(Case {
-        dir,
+        _dir: dir,
         binary,
         profile,
     })
@@ -382,7 +383,7 @@ fn cxx_names() {
     let profile = dir.path().join("cxx.prof");
     profile_with_libprofiler(&lib, &binary, &["1"], &profile, 1000);
     let case = Case {
-        dir,
+        _dir: dir,
         binary,
         profile,
     };

@@ -10,6 +10,7 @@
 
 pub mod dcpiprof;
 pub mod executable;
+pub mod flame;
 pub mod gprof;
 pub mod graph;
 pub mod names;
