@@ -624,7 +624,7 @@ impl Binary {
             binary: self,
             state,
             context,
-            start_lines: FxHashMap::default(),
+            die_info: FxHashMap::default(),
             errors: 0,
         }
     }
@@ -884,7 +884,8 @@ fn load_sections(
 /// A frame as looked up, borrowing names and files from the binary.
 #[derive(Clone, Copy)]
 pub(crate) struct RawFrame<'a> {
-    /// The mangled name (DWARF linkage name, or symbol table name).
+    /// The mangled name (DWARF linkage name, or symbol table name), or the
+    /// plain DWARF name when there is no mangled one.
     pub name: Option<&'a str>,
     pub file: Option<&'a str>,
     pub line: u32,
@@ -892,6 +893,16 @@ pub(crate) struct RawFrame<'a> {
     pub start_line: u32,
     /// The DIE of the function or inlined call, as a unit offset.
     die: Option<usize>,
+    /// The compilation unit's language mangles names (C++, Rust, ...).
+    mangling_language: bool,
+}
+
+/// What the DIE chain of a function says: its linkage (mangled) name, if
+/// any DIE of the chain has one, and its first line.
+#[derive(Clone, Copy, Default)]
+struct DieInfo {
+    linkage_name: Option<&'static str>,
+    decl_line: u32,
 }
 
 /// Looks up addresses of one binary with one addr2line context.
@@ -899,9 +910,9 @@ pub(crate) struct Resolver<'b> {
     binary: &'b Binary,
     state: Option<&'b DwarfState>,
     context: Option<addr2line::Context<Reader>>,
-    /// `DW_AT_decl_line` by (name pointer, DIE offset): computed once per
-    /// function.
-    start_lines: FxHashMap<(usize, usize), u32>,
+    /// What each function's DIE chain says, by (name pointer, DIE offset):
+    /// read once per function.
+    die_info: FxHashMap<(usize, usize), DieInfo>,
     /// Lookups that met corrupt DWARF.
     pub errors: usize,
 }
@@ -916,29 +927,52 @@ impl Drop for Resolver<'_> {
     }
 }
 
+/// True for names in a mangled form (C++ Itanium, Rust legacy and v0).
+fn is_mangled(name: &str) -> bool {
+    name.starts_with("_Z") || name.starts_with("_R")
+}
+
+/// True for languages whose functions have linkage names distinct from
+/// their source names: for them a function without one is named after
+/// the symbol table (binutils does the same), for C the DWARF name is the
+/// symbol name.
+fn mangles(language: Option<gimli::DwLang>) -> bool {
+    const MANGLING: [gimli::DwLang; 10] = [
+        gimli::DW_LANG_C_plus_plus,
+        gimli::DW_LANG_C_plus_plus_03,
+        gimli::DW_LANG_C_plus_plus_11,
+        gimli::DW_LANG_C_plus_plus_14,
+        gimli::DW_LANG_C_plus_plus_17,
+        gimli::DW_LANG_C_plus_plus_20,
+        gimli::DW_LANG_ObjC_plus_plus,
+        gimli::DW_LANG_Rust,
+        gimli::DW_LANG_D,
+        gimli::DW_LANG_Swift,
+    ];
+    language.is_some_and(|l| MANGLING.contains(&l))
+}
+
 impl Resolver<'_> {
     /// Calls `sink` with each frame of the inline chain at `file_address`,
     /// innermost first. Returns false when nothing is known there.
     ///
-    /// Frames are passed on one step behind the DWARF iterator, so that
-    /// the outermost one (which may need its name from the symbol table,
-    /// and is the only one reported without inlines) is known without
-    /// buffering the chain.
+    /// Names: the linkage name found along each frame's DIE chain
+    /// (`DW_AT_abstract_origin`, `DW_AT_specification`), else its DWARF
+    /// name; the outermost frame of a C++ (or Rust) function without a
+    /// linkage name takes the symbol table's name, as binutils does (gcc
+    /// gives template instances and clones only a short `DW_AT_name`).
+    /// Frames are passed on one step behind the DWARF iterator, so that the
+    /// outermost one is known without buffering the chain.
     pub fn resolve(&mut self, file_address: u64, sink: &mut dyn FnMut(&RawFrame<'_>)) -> bool {
         let binary = self.binary;
         let inlines = binary.options_inlines;
         let mut held: Option<RawFrame<'_>> = None;
         if let Some(context) = &self.context {
-            let start_lines = &mut self.start_lines;
-            let mut emit = |mut frame: RawFrame<'_>, sink: &mut dyn FnMut(&RawFrame<'_>)| {
-                if let (Some(die), Some(name)) = (frame.die, frame.name) {
-                    let key = (name.as_ptr() as usize, die);
-                    frame.start_line = *start_lines
-                        .entry(key)
-                        .or_insert_with(|| decl_line(context, file_address, die).unwrap_or(0));
-                }
-                sink(&frame);
-            };
+            let die_info = &mut self.die_info;
+            let mut emit =
+                |frame: RawFrame<'_>, last: bool, sink: &mut dyn FnMut(&RawFrame<'_>)| {
+                    emit_frame(frame, last, binary, context, die_info, file_address, sink);
+                };
             match context.find_frames(file_address).skip_all_loads() {
                 Ok(mut iter) => loop {
                     match iter.next() {
@@ -960,10 +994,13 @@ impl Resolver<'_> {
                                 column,
                                 start_line: 0,
                                 die: frame.dw_die_offset.map(|o| o.0),
+                                mangling_language: mangles(
+                                    frame.function.as_ref().and_then(|f| f.language),
+                                ),
                             };
                             if let Some(previous) = held.replace(raw) {
                                 if inlines {
-                                    emit(previous, sink);
+                                    emit(previous, false, sink);
                                 }
                             }
                         }
@@ -976,21 +1013,12 @@ impl Resolver<'_> {
                 },
                 Err(_) => self.errors += 1,
             }
-            // The real function's name from the symbol table when DWARF has
-            // none (assembly, no debug info).
-            if let Some(mut last) = held {
-                if last.name.is_none() {
-                    last.name = binary.symbol_at(file_address).map(Symbol::name);
-                }
-                if last.name.is_none() {
-                    // Inner frames were passed on already; the chain is
-                    // still usable, its real function is unknown.
-                    last.name = Some("??");
-                }
-                emit(last, sink);
+            if let Some(last) = held {
+                emit(last, true, sink);
                 return true;
             }
         }
+        // No DWARF for this address: the symbol table alone.
         match binary.symbol_at(file_address) {
             Some(symbol) => {
                 sink(&RawFrame {
@@ -1000,6 +1028,7 @@ impl Resolver<'_> {
                     column: 0,
                     start_line: 0,
                     die: None,
+                    mangling_language: false,
                 });
                 true
             }
@@ -1008,27 +1037,112 @@ impl Resolver<'_> {
     }
 }
 
-/// `DW_AT_decl_line` of the DIE at `die` (a unit offset in the unit
-/// containing `probe`), following `DW_AT_abstract_origin` and
-/// `DW_AT_specification` within the unit.
-fn decl_line(context: &addr2line::Context<Reader>, probe: u64, die: usize) -> Option<u32> {
-    let unit = context.find_dwarf_and_unit(probe).skip_all_loads()?;
+/// Completes `frame` (linkage name and first line from its DIE chain, the
+/// symbol table's name for an outermost frame without a linkage name) and
+/// passes it to `sink`.
+fn emit_frame<'a>(
+    mut frame: RawFrame<'a>,
+    last: bool,
+    binary: &'a Binary,
+    context: &addr2line::Context<Reader>,
+    die_info: &mut FxHashMap<(usize, usize), DieInfo>,
+    file_address: u64,
+    sink: &mut dyn FnMut(&RawFrame<'_>),
+) {
+    let mut has_linkage = frame.name.is_some_and(is_mangled);
+    if let Some(die) = frame.die {
+        let info = match frame.name {
+            Some(name) => *die_info
+                .entry((name.as_ptr() as usize, die))
+                .or_insert_with(|| describe_die(context, file_address, die)),
+            None => describe_die(context, file_address, die),
+        };
+        frame.start_line = info.decl_line;
+        if let Some(linkage) = info.linkage_name {
+            frame.name = Some(linkage);
+            has_linkage = true;
+        }
+    }
+    if last {
+        if let Some(symbol) = binary.symbol_at(file_address) {
+            let take_symbol = match frame.name {
+                None => true,
+                // gcc gives template instances and clones only a short
+                // `DW_AT_name` (`__adjust_heap<long int*, ...>`); the
+                // symbol's name is the full one, when it is the same
+                // function (not, say, `main.cold` for part of `main`).
+                Some(name) => {
+                    !has_linkage
+                        && frame.mangling_language
+                        && same_function(name, symbol.demangled())
+                }
+            };
+            if take_symbol {
+                frame.name = Some(symbol.name());
+            }
+        }
+    }
+    if frame.name.is_none() {
+        frame.name = Some("??");
+    }
+    sink(&frame);
+}
+
+/// True when the DWARF name `short` (`operator()<int>`, `vector`) names
+/// the function whose full demangled name is `full`: its last component,
+/// without template arguments, is the same.
+fn same_function(short: &str, full: &str) -> bool {
+    let base = |s: &str| -> String {
+        let simple = demangle::short_name(s);
+        match simple.rfind("::") {
+            Some(i) => simple[i + 2..].to_string(),
+            None => simple,
+        }
+    };
+    base(short) == base(full)
+}
+
+/// What the DIE at `die` (a unit offset in the unit containing `probe`)
+/// and the DIEs it refers to (`DW_AT_abstract_origin`,
+/// `DW_AT_specification`, within the unit) say: the first linkage name
+/// and the first `DW_AT_decl_line`.
+fn describe_die(context: &addr2line::Context<Reader>, probe: u64, die: usize) -> DieInfo {
+    let mut info = DieInfo::default();
+    let Some(unit) = context.find_dwarf_and_unit(probe).skip_all_loads() else {
+        return info;
+    };
     let mut offset = gimli::UnitOffset(die);
-    for _ in 0..8 {
-        let entry = unit.entry(offset).ok()?;
-        if let Some(line) = entry
-            .attr_value(gimli::DW_AT_decl_line)
-            .and_then(|v| v.udata_value())
-        {
-            return u32::try_from(line).ok();
+    // A bound on the chain: corrupt DWARF may loop.
+    for _ in 0..16 {
+        let Ok(entry) = unit.entry(offset) else { break };
+        if info.decl_line == 0 {
+            if let Some(line) = entry
+                .attr_value(gimli::DW_AT_decl_line)
+                .and_then(|v| v.udata_value())
+            {
+                info.decl_line = u32::try_from(line).unwrap_or(0);
+            }
+        }
+        if info.linkage_name.is_none() {
+            let linkage = entry
+                .attr_value(gimli::DW_AT_linkage_name)
+                .or_else(|| entry.attr_value(gimli::DW_AT_MIPS_linkage_name));
+            if let Some(value) = linkage {
+                if let Ok(name) = unit.attr_string(value) {
+                    info.linkage_name = name.to_string().ok();
+                }
+            }
+        }
+        if info.linkage_name.is_some() && info.decl_line != 0 {
+            break;
         }
         let next = entry
             .attr_value(gimli::DW_AT_abstract_origin)
             .or_else(|| entry.attr_value(gimli::DW_AT_specification));
         match next {
-            Some(gimli::AttributeValue::UnitRef(o)) => offset = o,
-            _ => return None,
+            Some(gimli::AttributeValue::UnitRef(o)) if o != offset => offset = o,
+            _ => break,
         }
     }
-    None
+    info
 }
