@@ -63,6 +63,17 @@ fn cpu_seconds() -> f64 {
     ts.tv_sec as f64 + ts.tv_nsec as f64 * 1e-9
 }
 
+/// VmHWM, the peak resident set size of the process, in MB.
+fn peak_rss_mb() -> f64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
 struct Rng(u64);
 impl Rng {
     fn next(&mut self) -> u64 {
@@ -202,6 +213,7 @@ fn main() {
             .join(", ")
     );
     println!("rayon threads: {}", rayon::current_num_threads());
+    println!("peak RSS before symbolizing: {:.1} MB", peak_rss_mb());
 
     let mut times = Vec::new();
     let mut cpu_times = Vec::new();
@@ -258,15 +270,6 @@ fn main() {
         "resolved: {named} with a function, {with_line} with a line, {inlined} with inline frames; {} functions",
         last.functions.len()
     );
-    // VmHWM: the peak resident set size, in kB.
-    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    if let Some(line) = status.lines().find(|l| l.starts_with("VmHWM:")) {
-        let kb: f64 = line
-            .split_whitespace()
-            .nth(1)
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0);
-        println!("peak RSS: {:.1} MB", kb / 1024.0);
-    }
+    println!("peak RSS: {:.1} MB", peak_rss_mb());
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -387,3 +387,68 @@ fn libstdcxx_symbol_table_names_match_addr2line() {
     let (compared, mismatches) = compare_frames(&binary, path, &addresses);
     assert_no_mismatch("libstdc++", compared, &mismatches);
 }
+
+/// `objdump -s` of `len` bytes at `address` of `.text`.
+fn objdump_bytes(path: &Path, address: u64, len: u64) -> Vec<u8> {
+    let out = run(
+        "objdump",
+        &[
+            "-s",
+            "-j",
+            ".text",
+            &format!("--start-address={address:#x}"),
+            &format!("--stop-address={:#x}", address + len),
+            &path.display().to_string(),
+        ],
+    );
+    let mut bytes = Vec::new();
+    for line in out.lines().filter(|l| l.starts_with(' ')) {
+        // ` 1130 f30f1efa 31c0c3 ...  ascii`: an address, then up to four
+        // groups of hex, then the ASCII column after two spaces.
+        let hex = line.trim_start().split_once(' ').map_or("", |x| x.1);
+        let hex = hex.split("  ").next().unwrap_or("");
+        for group in hex.split_whitespace() {
+            for i in (0..group.len()).step_by(2) {
+                bytes.push(u8::from_str_radix(&group[i..i + 2], 16).unwrap());
+            }
+        }
+    }
+    bytes
+}
+
+#[test]
+fn code_bytes_and_line_table_match_objdump_and_readelf() {
+    if !(tools() && require_tool("objdump") && require_tool("readelf")) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = build(dir.path(), "inline.cc", &["-O2", "-g"], "inline");
+    let binary = Binary::open(&path, &Options::default()).unwrap();
+    let (start, size, _) = function_symbols(&path, false)
+        .into_iter()
+        .find(|(_, _, n)| n == "_Z7computei")
+        .unwrap();
+    let code = binary
+        .code(start, size as usize)
+        .expect("compute() is in .text");
+    assert_eq!(code, objdump_bytes(&path, start, size).as_slice());
+    assert!(
+        binary.code(start, usize::MAX / 2).is_none(),
+        "past the section"
+    );
+    assert!(binary.code(0, 4).is_none(), "not code");
+
+    let rows = binary.line_table(start..start + size);
+    assert!(rows.len() > 5, "{rows:?}");
+    assert!(rows.windows(2).all(|w| w[0].0 <= w[1].0), "sorted");
+    assert_eq!(rows[0].0, start);
+    let table = LineTable::read(&path);
+    for (address, file, line) in &rows {
+        let (row_file, row_line, _) = table.at(*address).unwrap();
+        assert_eq!(
+            (row_file, row_line),
+            (file.rsplit('/').next().unwrap(), *line),
+            "{address:#x}"
+        );
+    }
+}
