@@ -39,8 +39,8 @@ pub struct Options {
     /// Binaries named by the user. Each serves the profile's mapping with
     /// the same path, else the one with the same build id, else the one
     /// with the same file name, else the main executable's mapping. With
-    /// exactly one binary, addresses outside every mapping (gmon.out, DCPI)
-    /// are taken as that binary's link-time addresses.
+    /// exactly one binary and a profile without file mappings (gmon.out,
+    /// DCPI), addresses are taken as that binary's link-time addresses.
     pub binaries: Vec<PathBuf>,
     /// Directories holding separate debug files: searched for
     /// `.build-id/xx/yyyy.debug` and for `.gnu_debuglink` names under the

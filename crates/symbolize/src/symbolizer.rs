@@ -138,7 +138,9 @@ impl Symbolizer {
             };
             let targets = self.targets(profile, path, binary, main_path.as_deref(), &sources);
             if targets.is_empty() {
-                let serves_unmapped = named.len() == 1 && !unmapped.is_empty();
+                let serves_unmapped = named.len() == 1
+                    && !unmapped.is_empty()
+                    && profile.mappings.iter().all(|m| !is_file_path(&m.path));
                 if !serves_unmapped && !profile.mappings.is_empty() {
                     warnings.push(Warning::new(format!(
                         "{}: matches no mapping of the profile; not used",
@@ -247,8 +249,11 @@ impl Symbolizer {
                 }
             }
         }
-        if let [(_, Opened::Binary(binary))] = named.as_slice() {
+        let no_file_mappings = profile.mappings.iter().all(|m| !is_file_path(&m.path));
+        if let ([(_, Opened::Binary(binary))], true) = (named.as_slice(), no_file_mappings) {
             // gmon.out and DCPI record link-time addresses and no mappings.
+            // (With mapped files, an address outside them is JIT code or
+            // garbage, not a link-time address.)
             for &loc in &unmapped {
                 add(binary, (loc, profile.locations[loc].address));
             }

@@ -512,3 +512,28 @@ fn functions_are_interned_and_options_respected() {
     assert!(symbolize(&mut again, &Options::default()).is_empty());
     assert_eq!(again, full);
 }
+
+#[test]
+fn addresses_outside_mapped_files_are_not_taken_as_link_time_addresses() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some((program, address)) = non_pie_program(dir.path()) else {
+        return;
+    };
+    // A profile that maps some other file: an address outside it is not a
+    // link-time address of the named binary.
+    let mappings = vec![Mapping {
+        start: 0x7f00_0000_0000,
+        limit: 0x7f00_0001_0000,
+        path: "/nonexistent/libother.so".into(),
+        perms: "r-xp".into(),
+        ..Mapping::default()
+    }];
+    let mut profile = profile_with(&mappings, &[address]);
+    assert!(profile.locations[0].mapping.is_none());
+    let options = Options {
+        binaries: vec![program],
+        ..Options::default()
+    };
+    symbolize(&mut profile, &options);
+    assert!(profile.locations[0].lines.is_empty());
+}
