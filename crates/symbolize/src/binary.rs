@@ -541,7 +541,8 @@ impl Binary {
         let mut rows = Vec::new();
         let resolver = self.resolver();
         if let Some(context) = &resolver.context {
-            if let Ok(iter) = context.find_location_range(range.start, range.end) {
+            let end = range.end.min(u64::MAX - 1);
+            if let Ok(iter) = context.find_location_range(range.start, end) {
                 for (address, _size, location) in iter {
                     rows.push((
                         address,
@@ -967,7 +968,10 @@ impl Resolver<'_> {
         let binary = self.binary;
         let inlines = binary.options_inlines;
         let mut held: Option<RawFrame<'_>> = None;
-        if let Some(context) = &self.context {
+        // addr2line computes `probe + 1`; the last address of the space (a
+        // zero return address minus one, in a corrupt profile) is no code.
+        let context = self.context.as_ref().filter(|_| file_address != u64::MAX);
+        if let Some(context) = context {
             let die_info = &mut self.die_info;
             let mut emit =
                 |frame: RawFrame<'_>, last: bool, sink: &mut dyn FnMut(&RawFrame<'_>)| {

@@ -47,7 +47,7 @@ fn plugin(flags: &'static [&'static str]) -> Option<PathBuf> {
 /// Everything a report could ask of a binary.
 fn exercise(binary: &Binary) {
     let _ = binary.build_id();
-    let mut probes = vec![binary.entry()];
+    let mut probes = vec![binary.entry(), 0, u64::MAX, u64::MAX - 1];
     for s in binary.symbols() {
         probes.push(s.address);
         probes.push(s.address + s.size / 2);
@@ -63,6 +63,8 @@ fn exercise(binary: &Binary) {
     if let Some(&a) = probes.first() {
         let _ = binary.line_table(a..a.saturating_add(0x1000));
     }
+    let _ = binary.line_table(0..u64::MAX);
+    let _ = binary.line_table(u64::MAX - 1..u64::MAX);
 }
 
 #[test]
