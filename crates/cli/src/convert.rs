@@ -8,7 +8,9 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use cpuprof_profile::{collapsed, dcpi, gmon, gperftools, proto, Format, Profile, ReadOptions};
+
+use crate::inputs::{Inputs, Loader};
+use cpuprof_profile::{collapsed, dcpi, gmon, gperftools, proto, Profile};
 
 /// Arguments of `cpuprof convert`.
 #[derive(clap::Args, Debug)]
@@ -66,77 +68,19 @@ pub enum Target {
 
 /// Runs `cpuprof convert`.
 pub fn run(args: Args) -> Result<i32> {
-    let mut binaries = Vec::new();
-    let mut profiles = Vec::new();
-    for path in &args.inputs {
-        if is_elf(path) {
-            binaries.push(path.clone());
-        } else {
-            profiles.push(path.clone());
-        }
-    }
-    if profiles.is_empty() {
-        bail!("no profile given: every input is an ELF binary");
-    }
-    let mut options =
-        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
-    options.dcpi_epoch = args.epoch.clone();
+    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
     let symbolize = !args.no_symbolize && matches!(args.to, Target::Pprof | Target::Collapsed);
-    let mut loaded = Vec::new();
-    for p in &profiles {
-        loaded.push(load(p, &options, &binaries, symbolize)?);
-    }
-    let mut profile = cpuprof_profile::merge::merge(loaded).context("summing the inputs")?;
-    if let Some(base) = &args.base {
-        let mut base = load(base, &options, &binaries, symbolize)?;
-        base.scale(-1);
-        profile = cpuprof_profile::merge::merge(vec![profile, base]).context("--base")?;
-    }
+    let symbolize = symbolize.then(|| cpuprof_symbolize::Options {
+        binaries: binaries.clone(),
+        ..cpuprof_symbolize::Options::default()
+    });
+    let loader = Loader::new(&binaries, args.epoch.clone(), symbolize);
+    let profile = loader.load_sum(&profiles, args.base.as_deref())?;
     let notes = write(&profile, &args)?;
     for n in notes {
         eprintln!("cpuprof: convert: dropped: {n}");
     }
     Ok(0)
-}
-
-fn is_elf(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok_and(|_| &magic == b"\x7fELF")
-}
-
-fn load(
-    path: &Path,
-    options: &ReadOptions,
-    binaries: &[PathBuf],
-    symbolize: bool,
-) -> Result<Profile> {
-    let mut profile = if path.is_dir() {
-        let mut p = dcpi::load_database(path, options.dcpi_epoch.as_deref())
-            .map_err(|e| anyhow::anyhow!(e))?;
-        cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
-        p
-    } else {
-        let data =
-            std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
-        let (format, mut p) = cpuprof_profile::read_profile(&data, options)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        if format == Format::Dcpi {
-            cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
-        }
-        p
-    };
-    if symbolize {
-        let options = cpuprof_symbolize::Options {
-            binaries: binaries.to_vec(),
-            ..cpuprof_symbolize::Options::default()
-        };
-        for warning in cpuprof_symbolize::symbolize(&mut profile, &options) {
-            eprintln!("cpuprof: warning: {warning}");
-        }
-    }
-    Ok(profile)
 }
 
 fn create(path: &Path) -> Result<BufWriter<File>> {

@@ -4,6 +4,7 @@
 mod convert;
 mod demo;
 mod graph_output;
+mod inputs;
 mod record;
 mod report;
 

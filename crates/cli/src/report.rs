@@ -14,6 +14,7 @@ use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
 
 use crate::graph_output::{self, GraphFormat, GraphRequest, LayoutEngine, Viewer};
+use crate::inputs::{Inputs, Loader};
 use regex::Regex;
 
 /// Arguments of `cpuprof report`.
@@ -260,41 +261,21 @@ impl GranularityArgs {
 
 /// Runs `cpuprof report`.
 pub fn run(args: Args) -> Result<i32> {
-    let (binaries, profiles) = classify_inputs(&args.inputs)?;
-    if profiles.is_empty() {
-        bail!("no profile given: every input is an ELF binary");
-    }
+    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
     let output = args.output.output(args.layout, args.output_file.clone());
     if matches!(output, Output::Gprof) {
         // gprof's report reads gmon.out natively, not the profile model.
         return gprof_report(&args, &binaries, &profiles);
     }
-    let symbolize_options = symbolize_options(&args, &binaries);
-    let mut read_options =
-        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
-    read_options.dcpi_epoch = args.epoch.clone();
-
-    let mut loaded = Vec::with_capacity(profiles.len());
-    for path in &profiles {
-        loaded.push(load(
-            path,
-            &read_options,
-            &symbolize_options,
-            args.no_symbolize,
-        )?);
-    }
-    let mut profile = sum(loaded)?;
-    let mut base = None;
-    if let Some(path) = &args.base {
-        let mut loaded = load(path, &read_options, &symbolize_options, args.no_symbolize)?;
-        if matches!(output, Output::Flame(_)) {
-            // Flame graph widths cannot be negative: the base colours them.
-            base = Some(loaded);
-        } else {
-            loaded.scale(-1);
-            profile = sum(vec![profile, loaded]).context("--base")?;
+    let symbolize = (!args.no_symbolize).then(|| symbolize_options(&args, &binaries));
+    let loader = Loader::new(&binaries, args.epoch.clone(), symbolize);
+    let (profile, base) = match (&output, &args.base) {
+        // Flame graph widths cannot be negative: the base colours them.
+        (Output::Flame(_), Some(base)) => {
+            (loader.load_sum(&profiles, None)?, Some(loader.load(base)?))
         }
-    }
+        _ => (loader.load_sum(&profiles, args.base.as_deref())?, None),
+    };
 
     let options = report_options(&args, &profile)?;
     let stacks = Stacks::build(&profile, &options);
@@ -398,25 +379,6 @@ fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
         .unwrap_or_else(|| "(unknown program)".to_string())
 }
 
-/// Splits the inputs into ELF binaries and profiles, by content.
-fn classify_inputs(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
-    let mut binaries = Vec::new();
-    let mut profiles = Vec::new();
-    for path in inputs {
-        let mut magic = [0u8; 4];
-        let is_elf = File::open(path)
-            .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
-            .map(|_| &magic == b"\x7fELF")
-            .unwrap_or(false);
-        if is_elf {
-            binaries.push(path.clone());
-        } else {
-            profiles.push(path.clone());
-        }
-    }
-    Ok((binaries, profiles))
-}
-
 /// `--gprof`: gprof's brief report of the summed gmon.out files.
 fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Result<i32> {
     let Some(binary) = binaries.first() else {
@@ -469,49 +431,6 @@ fn symbolize_options(args: &Args, binaries: &[PathBuf]) -> cpuprof_symbolize::Op
         options.debug_dirs.extend(args.debug_dirs.iter().cloned());
     }
     options
-}
-
-/// Reads and symbolizes one profile.
-fn load(
-    path: &Path,
-    read_options: &ReadOptions,
-    symbolize_options: &cpuprof_symbolize::Options,
-    no_symbolize: bool,
-) -> Result<Profile> {
-    if path.is_dir() {
-        // A DCPI database: epochs of one profile per image.
-        let mut profile =
-            cpuprof_profile::dcpi::load_database(path, read_options.dcpi_epoch.as_deref())
-                .map_err(|e| anyhow::anyhow!(e))?;
-        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
-        if !no_symbolize {
-            for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
-                eprintln!("cpuprof: warning: {warning}");
-            }
-        }
-        return Ok(profile);
-    }
-    let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
-    // SAFETY: the map is read-only and lives only while parsing; a profile
-    // truncated by another process while we read it gives a parse error or
-    // SIGBUS, as any reader of a file being rewritten would.
-    let data = unsafe { memmap2::Mmap::map(&file) }
-        .with_context(|| format!("{}: cannot read", path.display()))?;
-    let (format, mut profile) = cpuprof_profile::read_profile(&data, read_options)
-        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    if format == Format::Dcpi {
-        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
-    }
-    if !no_symbolize {
-        for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
-            eprintln!("cpuprof: warning: {warning}");
-        }
-    }
-    Ok(profile)
-}
-
-fn sum(profiles: Vec<Profile>) -> Result<Profile> {
-    Ok(cpuprof_profile::merge::merge(profiles)?)
 }
 
 fn report_options(args: &Args, profile: &Profile) -> Result<Options> {

@@ -209,6 +209,7 @@ fn distinct_stacks<'a>(
     data: &'a [u8],
     layout: Layout,
     records: &[RecordRef],
+    release: fn(&[u8]),
 ) -> Vec<DistinctStack<'a>> {
     let s = layout.slot_size();
     let per_chunk: Vec<Vec<DistinctStack<'a>>> = chunks(records.len())
@@ -216,6 +217,9 @@ fn distinct_stacks<'a>(
         .map(|range| {
             let mut index: PassThroughMap<Hashed<'a>, usize> = PassThroughMap::default();
             let mut out: Vec<DistinctStack<'a>> = Vec::new();
+            let start = records[range.start].pcs;
+            let last = &records[range.end - 1];
+            let end = last.pcs + last.n as usize * s;
             for r in &records[range] {
                 let pcs = &data[r.pcs..r.pcs + r.n as usize * s];
                 let mut h = rustc_hash::FxHasher::default();
@@ -236,6 +240,7 @@ fn distinct_stacks<'a>(
                     }
                 }
             }
+            release(&data[start..end]);
             out
         })
         .collect();
@@ -260,14 +265,16 @@ fn distinct_stacks<'a>(
 }
 
 /// The distinct (caller-adjusted) addresses in order of first appearance,
-/// and each stack as location ids (indexes into that order) with its count.
+/// and each stack as a sample of location ids (indexes into that order).
 /// Each chunk interns its addresses locally in parallel; the chunks are
 /// then joined in order, which gives the sequential first-appearance order.
-#[allow(clippy::type_complexity)]
 fn intern_locations(
+    data: &[u8],
     layout: Layout,
     stacks: &[DistinctStack<'_>],
-) -> (Vec<u64>, Vec<(Vec<LocationId>, u64)>) {
+    period_ns: i64,
+    release: fn(&[u8]),
+) -> (Vec<u64>, Vec<Sample>) {
     let s = layout.slot_size();
     struct Local {
         addresses: Vec<u64>,
@@ -282,7 +289,7 @@ fn intern_locations(
                 addresses: Vec::new(),
                 stacks: Vec::with_capacity(range.len()),
             };
-            for d in &stacks[range] {
+            for d in &stacks[range.clone()] {
                 let n = d.pcs.len() / s;
                 let mut locations = Vec::with_capacity(n);
                 for i in 0..n {
@@ -296,6 +303,15 @@ fn intern_locations(
                     locations.push(id);
                 }
                 local.stacks.push((locations, d.count));
+            }
+            // The chunk's stacks are first occurrences, mostly in one region
+            // of the input: let that region go.
+            let offset = |pcs: &[u8]| pcs.as_ptr() as usize - data.as_ptr() as usize;
+            let chunk = &stacks[range];
+            let start = chunk.iter().map(|d| offset(d.pcs)).min();
+            let end = chunk.iter().map(|d| offset(d.pcs) + d.pcs.len()).max();
+            if let (Some(start), Some(end)) = (start, end) {
+                release(&data[start..end]);
             }
             local
         })
@@ -325,7 +341,12 @@ fn intern_locations(
                 for l in &mut locations {
                     *l = remap[l.index()];
                 }
-                (locations, count)
+                let count = count.min(i64::MAX as u64) as i64;
+                Sample {
+                    locations,
+                    values: vec![count, count.saturating_mul(period_ns)],
+                    labels: Vec::new(),
+                }
             })
         })
         .collect();
@@ -335,6 +356,12 @@ fn intern_locations(
 /// Reads a gperftools CPU profile. Records with identical stacks are
 /// summed; the mapped-object text becomes the mappings.
 pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
+    read_with(data, None)
+}
+
+/// [`read`], calling `release` with the parts of `data` it is done with
+/// for now (see [`crate::ReadOptions::release`]).
+pub fn read_with(data: &[u8], release: Option<fn(&[u8])>) -> Result<Profile, ParseError> {
     let layout = detect(data).ok_or_else(|| {
         let msg = if data.is_empty() {
             "empty file: expected a gperftools CPU profile header".to_string()
@@ -449,22 +476,18 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     builder.profile.period_type = ValueType::new("cpu", "nanoseconds");
     builder.profile.period = period_ns;
     builder.profile.default_sample_type = "samples".into();
-    let stacks = distinct_stacks(data, layout, &records);
-    let (addresses, samples) = intern_locations(layout, &stacks);
+    let release = release.unwrap_or(|_| ());
+    // The scan touched every record page: let them go until each chunk
+    // reads its part again.
+    release(&data[records_start..pos]);
+    let stacks = distinct_stacks(data, layout, &records, release);
+    drop(records);
+    let (addresses, samples) = intern_locations(data, layout, &stacks, period_ns, release);
+    drop(stacks);
     for address in addresses {
         builder.location_at(address);
     }
-    builder.profile.samples = samples
-        .into_iter()
-        .map(|(locations, count)| {
-            let count = count.min(i64::MAX as u64) as i64;
-            Sample {
-                locations,
-                values: vec![count, count.saturating_mul(period_ns)],
-                labels: Vec::new(),
-            }
-        })
-        .collect();
+    builder.profile.samples = samples;
     Ok(builder.profile)
 }
 

@@ -74,6 +74,12 @@ pub struct ReadOptions {
     /// For a DCPI database directory: read only this epoch (a
     /// subdirectory name) instead of all of them.
     pub dcpi_epoch: Option<String>,
+    /// Called by readers of big inputs with a part of the input they are
+    /// done with for now. When the input is a read-only file mapping, the
+    /// caller may drop those pages from memory (they are read again from
+    /// the file if touched), so that a 70 MB profile does not stay resident
+    /// beside the model built from it. Must not change the bytes.
+    pub release: Option<fn(&[u8])>,
 }
 
 /// The pointer width and byte order of a program.
@@ -152,7 +158,7 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         }
     };
     let profile = match format {
-        Format::Gperftools => gperftools::read(data)?,
+        Format::Gperftools => gperftools::read_with(data, options.release)?,
         Format::Pprof => proto::read(data)?,
         Format::Gmon => {
             let file = gmon::read(data, options.target)?;

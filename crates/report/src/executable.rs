@@ -55,14 +55,18 @@ pub fn read_options_for(binary: Option<&Path>) -> ReadOptions {
     let Some(path) = binary else {
         return ReadOptions::default();
     };
-    let Ok(data) = std::fs::read(path) else {
+    let Ok(file) = std::fs::File::open(path) else {
+        return ReadOptions::default();
+    };
+    // SAFETY: read-only private map of the executable, only read here.
+    let Ok(data) = (unsafe { memmap2::Mmap::map(&file) }) else {
         return ReadOptions::default();
     };
     ReadOptions {
         target: elf_target(&data),
         gmon_symbol_starts: GprofSymbols::from_elf(&data).ok().map(|s| s.starts()),
         executable_mappings: executable_mappings(&data, path),
-        dcpi_epoch: None,
+        ..ReadOptions::default()
     }
 }
 

@@ -1,0 +1,149 @@
+//! Reading the inputs of `report` and `convert`: ELF binaries and profiles
+//! told apart by content, profiles read (any format, a DCPI database
+//! directory too), symbolized, summed, and a base subtracted.
+
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use cpuprof_profile::{Format, Profile, ReadOptions};
+use cpuprof_report::executable;
+
+/// The command line's inputs, by content.
+pub struct Inputs {
+    /// ELF files: the profiled programs and libraries.
+    pub binaries: Vec<PathBuf>,
+    /// Everything else: profiles.
+    pub profiles: Vec<PathBuf>,
+}
+
+impl Inputs {
+    /// Splits `inputs` into binaries (ELF) and profiles; at least one
+    /// profile is required.
+    pub fn classify(inputs: &[PathBuf]) -> Result<Inputs> {
+        let (binaries, profiles): (Vec<PathBuf>, Vec<PathBuf>) =
+            inputs.iter().cloned().partition(|p| is_elf(p));
+        if profiles.is_empty() {
+            anyhow::bail!("no profile given: every input is an ELF binary");
+        }
+        Ok(Inputs { binaries, profiles })
+    }
+}
+
+/// True when `path` is an ELF file.
+pub fn is_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .is_ok_and(|_| &magic == b"\x7fELF")
+}
+
+/// Reads and symbolizes profiles for one run.
+pub struct Loader {
+    binaries: Vec<PathBuf>,
+    read_options: ReadOptions,
+    symbolize: Option<cpuprof_symbolize::Options>,
+}
+
+impl Loader {
+    /// A loader for profiles of `binaries`; `symbolize` None reads only.
+    pub fn new(
+        binaries: &[PathBuf],
+        epoch: Option<String>,
+        symbolize: Option<cpuprof_symbolize::Options>,
+    ) -> Loader {
+        let target = binaries.first().and_then(|b| {
+            let mut ident = [0u8; 6];
+            File::open(b).ok()?.read_exact(&mut ident).ok()?;
+            executable::elf_target(&ident)
+        });
+        Loader {
+            binaries: binaries.to_vec(),
+            read_options: ReadOptions {
+                target,
+                dcpi_epoch: epoch,
+                ..ReadOptions::default()
+            },
+            symbolize,
+        }
+    }
+
+    /// Reads (and symbolizes) one profile: a file of any format or a DCPI
+    /// database directory.
+    pub fn load(&self, path: &Path) -> Result<Profile> {
+        let (format, mut profile) = if path.is_dir() {
+            let profile =
+                cpuprof_profile::dcpi::load_database(path, self.read_options.dcpi_epoch.as_deref())
+                    .map_err(|e| anyhow::anyhow!(e))?;
+            (Format::Dcpi, profile)
+        } else {
+            self.read_file(path)?
+        };
+        if format == Format::Dcpi {
+            executable::resolve_dcpi_offsets(&mut profile, &self.binaries);
+        }
+        if let Some(options) = &self.symbolize {
+            for warning in cpuprof_symbolize::symbolize(&mut profile, options) {
+                eprintln!("cpuprof: warning: {warning}");
+            }
+        }
+        Ok(profile)
+    }
+
+    /// Reads `profiles` and sums them; subtracts `base` if given.
+    pub fn load_sum(&self, profiles: &[PathBuf], base: Option<&Path>) -> Result<Profile> {
+        let mut loaded = Vec::with_capacity(profiles.len());
+        for path in profiles {
+            loaded.push(self.load(path)?);
+        }
+        let mut profile = cpuprof_profile::merge::merge(loaded).context("summing the profiles")?;
+        if let Some(base) = base {
+            let mut base = self.load(base)?;
+            base.scale(-1);
+            profile = cpuprof_profile::merge::merge(vec![profile, base]).context("--base")?;
+        }
+        Ok(profile)
+    }
+
+    /// Reads one profile file. The file is mapped only while it is parsed,
+    /// and the reader lets go of the pages it is done with, so that a big
+    /// profile does not stay resident beside the model built from it.
+    fn read_file(&self, path: &Path) -> Result<(Format, Profile)> {
+        let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
+        // SAFETY: the map is read-only and private; a profile truncated by
+        // another process while we read it gives a parse error or SIGBUS,
+        // as any reader of a file being rewritten would.
+        let data = unsafe { memmap2::Mmap::map(&file) }
+            .with_context(|| format!("{}: cannot read", path.display()))?;
+        let mut options = ReadOptions {
+            release: Some(release_mapped_pages),
+            ..self.read_options.clone()
+        };
+        if cpuprof_profile::detect_format_with(&data, &options) == Some(Format::Gmon) {
+            // gmon.out needs the executable's segments and gprof's symbols.
+            let full = executable::read_options_for(self.binaries.first().map(PathBuf::as_path));
+            options.gmon_symbol_starts = full.gmon_symbol_starts;
+            options.executable_mappings = full.executable_mappings;
+        }
+        cpuprof_profile::read_profile(&data, &options)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+    }
+}
+
+/// Drops the whole pages of `bytes`, a part of a read-only private file
+/// mapping, from memory: touched again, they are read again from the file
+/// (the page cache), with the same bytes.
+fn release_mapped_pages(bytes: &[u8]) {
+    const PAGE: usize = 4096;
+    let start = (bytes.as_ptr() as usize).next_multiple_of(PAGE);
+    let end = (bytes.as_ptr() as usize + bytes.len()) & !(PAGE - 1);
+    if end > start {
+        // SAFETY: the range lies inside a private, read-only file mapping
+        // (only `read_file` passes this function, with its own map);
+        // dropping its pages does not change what reading them gives.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
+        }
+    }
+}
