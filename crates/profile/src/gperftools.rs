@@ -159,7 +159,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     let need = |at: usize, what: &str| -> Result<(), ParseError> {
         if at + s > data.len() {
             Err(err(
-                data.len(),
+                at,
                 format!("file ends at byte {}: expected {what}", data.len()),
             ))
         } else {

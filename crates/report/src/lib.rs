@@ -1,2 +1,19 @@
-//! Reports: the graph view of a symbolized profile and its outputs.
+//! Reports: the view of a symbolized profile that every output reads, and
+//! the outputs.
+//!
+//! The pipeline: [`Stacks::build`] turns a [`cpuprof_profile::Profile`]
+//! into stacks of [`Frame`]s at the chosen [`Granularity`], with the
+//! profiler's own frames removed and `--focus`/`--ignore`/`--hide` applied;
+//! [`Graph::build`] makes the call graph (flat and cumulative values per
+//! node, caller→callee edges); each output module renders one of them.
 #![deny(missing_docs)]
+
+pub mod graph;
+pub mod names;
+pub mod options;
+pub mod stacks;
+pub mod text;
+
+pub use graph::{Edge, Graph, Node, NodeId};
+pub use options::{Granularity, Options};
+pub use stacks::{Frame, FrameId, Stacks};

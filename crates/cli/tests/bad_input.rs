@@ -1,0 +1,142 @@
+//! Bad input gets one line on stderr naming the file, the byte offset and
+//! what was expected, and exit status 1; never a panic, a hang or partial
+//! output. A missing or mismatched binary is only a warning.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use cpuprof_testkit::TempDir;
+
+fn slots(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn header() -> Vec<u64> {
+    vec![0, 3, 0, 10000, 0]
+}
+
+fn report(args: &[&Path]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+        .arg("report")
+        .arg("--text")
+        .args(args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A hang is a failure: give it ten seconds.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while child.try_wait().unwrap().is_none() {
+        assert!(std::time::Instant::now() < deadline, "cpuprof hangs on {args:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Runs the report on `data` and checks the one-line error: file name,
+/// `offset N` and `expected` text.
+fn assert_rejected(name: &str, data: &[u8], offset: u64, expected: &str) {
+    let dir = TempDir::new().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, data).unwrap();
+    let out = report(&[&path]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{name}: status {:?}, stderr {stderr}", out.status);
+    assert!(out.stdout.is_empty(), "{name}: partial output {:?}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(stderr.lines().count(), 1, "{name}: not one line: {stderr}");
+    assert!(stderr.contains(&path.display().to_string()), "{name}: no file name: {stderr}");
+    assert!(stderr.contains(&format!("offset {offset}:")), "{name}: wrong offset: {stderr}");
+    assert!(stderr.contains(expected), "{name}: expected {expected:?} in {stderr}");
+    assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+}
+
+#[test]
+fn empty_file() {
+    assert_rejected("empty.prof", b"", 0, "empty file");
+}
+
+#[test]
+fn truncated_in_the_header() {
+    let data = slots(&header());
+    assert_rejected("hdr.prof", &data[..28], 24, "sampling period");
+    assert_rejected("hdr2.prof", &data[..20], 16, "format version");
+}
+
+#[test]
+fn truncated_mid_record() {
+    let mut s = header();
+    s.extend_from_slice(&[1, 3, 0x1000, 0x2000]);
+    assert_rejected("mid.prof", &slots(&s), 48, "only 2 slots remain");
+}
+
+#[test]
+fn truncated_before_the_trailer() {
+    let mut s = header();
+    s.extend_from_slice(&[1, 2, 0x1000, 0x2000]);
+    assert_rejected("notrailer.prof", &slots(&s), 72, "trailer");
+}
+
+#[test]
+fn wrong_magic() {
+    assert_rejected("text.prof", b"this is not a profile\n", 0, "expected");
+    let mut s = header();
+    s[1] = 0;
+    assert_rejected("zeros.prof", &slots(&s), 0, "expected");
+}
+
+#[test]
+fn record_with_zero_pcs() {
+    let mut s = header();
+    s.extend_from_slice(&[5, 0, 0, 1, 0]);
+    assert_rejected("zero.prof", &slots(&s), 48, "0 PCs");
+}
+
+#[test]
+fn absurd_lengths() {
+    let mut s = header();
+    s.extend_from_slice(&[1, u64::MAX, 0x1000, 0, 1, 0]);
+    assert_rejected("huge.prof", &slots(&s), 48, "claims");
+    let mut s = header();
+    s[1] = u64::MAX;
+    assert_rejected("hugeheader.prof", &slots(&s), 0, "expected");
+}
+
+#[test]
+fn binary_garbage_in_the_maps_text() {
+    let mut s = header();
+    s.extend_from_slice(&[1, 1, 0x1000, 0, 1, 0]);
+    let mut data = slots(&s);
+    data.extend_from_slice(b"00400000-00401000 r-xp 00000000 00:00 0 /bin/true\n\x01\x02\xff\x00garbage");
+    // 40 header + 24 record + 24 trailer bytes, then a 50-byte line.
+    assert_rejected("garbage.prof", &data, 88 + 50, "mapped objects");
+}
+
+#[test]
+fn missing_binary_is_a_warning_and_addresses_print() {
+    let dir = TempDir::new().unwrap();
+    let mut s = header();
+    s.extend_from_slice(&[3, 1, 0x400123, 0, 1, 0]);
+    let mut data = slots(&s);
+    data.extend_from_slice(b"00400000-00401000 r-xp 00000000 00:00 0 /nonexistent/prog\n");
+    let path = dir.path().join("p.prof");
+    std::fs::write(&path, data).unwrap();
+    let out = report(&[&path]);
+    assert_eq!(out.status.code(), Some(0));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("warning") && stderr.contains("/nonexistent/prog"), "{stderr}");
+    assert_eq!(
+        stdout,
+        "Total: 3 samples\n       3 100.0% 100.0%        3 100.0% 0x0000000000400123\n"
+    );
+}
+
+#[test]
+fn missing_profile_file() {
+    let out = report(&[Path::new("/nonexistent/x.prof")]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("/nonexistent/x.prof"), "{stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+}

@@ -1,0 +1,351 @@
+//! Conformance of `cpuprof report --text` with `google-pprof --text` (perl
+//! pprof, Debian's google-perftools) on profiles written by Debian's
+//! libprofiler.so for C/C++ workloads compiled at test time.
+//!
+//! For every row google-pprof prints, cpuprof must print a row with the
+//! same flat and cum, and the same `Total`. Names are compared as they are,
+//! with these documented exceptions:
+//! - perl pprof marks inlined frames `name (inline)` and keeps them apart
+//!   from real frames of the same function; cpuprof (like Go pprof) names
+//!   them plainly. A `X (inline)` row is compared with our `X` row unless
+//!   google-pprof also prints a plain `X` row (then the two perl rows are
+//!   two nodes we merge, and neither is compared).
+//! - perl pprof names a function by whichever `nm` symbol its sort order
+//!   yields among the aliases at one address (glibc's `__GI___clock_gettime`,
+//!   `__libc_start_main_impl`, `__cxa_finalize@@GLIBC_2.2.5`); cpuprof uses
+//!   the debug information's name. Two names are the same function when
+//!   `nm` lists both at the same address of the same file (the test builds
+//!   that table from the profile's mapped files and their debug files).
+//! - perl pprof shortens names with regular expressions that also eat
+//!   `(anonymous namespace)` (leaving `::f`) and the `()` of `operator()`.
+//!   The comparison therefore runs cpuprof with `--full-names` and shortens
+//!   our names with perl's own rules, in this test; a perl name that two of
+//!   our functions shorten to (overloads, template instances) is skipped.
+//!   Our own short names are checked separately (`cxx_names`).
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cpuprof_testkit::{
+    build_spin, compile, libprofiler, profile_with_libprofiler, require_tool, run_stdout, workload,
+    TempDir, TextReport,
+};
+
+fn cpuprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+}
+
+/// Names that `nm` lists at the same address of the same file.
+#[derive(Default)]
+struct Aliases {
+    /// name → set of (file index, address)
+    places: HashMap<String, HashSet<(usize, u64)>>,
+}
+
+impl Aliases {
+    fn for_profile(profile: &Path) -> Aliases {
+        let data = std::fs::read(profile).unwrap();
+        let (_, p) = cpuprof_profile::read_profile(&data, &Default::default()).unwrap();
+        let mut files: Vec<PathBuf> = Vec::new();
+        for m in &p.mappings {
+            let path = PathBuf::from(&m.path);
+            if m.path.starts_with('/') && path.exists() && !files.contains(&path) {
+                files.push(path.clone());
+                if let Some(debug) = build_id_debug_file(&path) {
+                    files.push(debug);
+                }
+            }
+        }
+        let mut aliases = Aliases::default();
+        for (i, file) in files.iter().enumerate() {
+            for dynamic in [false, true] {
+                let mut cmd = Command::new("nm");
+                cmd.arg("--defined-only");
+                if dynamic {
+                    cmd.arg("-D");
+                }
+                let Ok(out) = cmd.arg(file).output() else { continue };
+                for line in String::from_utf8_lossy(&out.stdout).lines() {
+                    let mut f = line.splitn(3, ' ');
+                    let (Some(addr), Some(_kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+                        continue;
+                    };
+                    let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+                    let name = name.split('@').next().unwrap_or(name).to_string();
+                    aliases.places.entry(name).or_default().insert((i, addr));
+                }
+            }
+        }
+        aliases
+    }
+
+    fn same(&self, a: &str, b: &str) -> bool {
+        let strip = |s: &str| s.split('@').next().unwrap_or(s).to_string();
+        let (a, b) = (strip(a), strip(b));
+        if a == b {
+            return true;
+        }
+        match (self.places.get(&a), self.places.get(&b)) {
+            (Some(x), Some(y)) => !x.is_disjoint(y),
+            _ => false,
+        }
+    }
+}
+
+/// The separate debug file of `path` under /usr/lib/debug/.build-id, if any.
+fn build_id_debug_file(path: &Path) -> Option<PathBuf> {
+    let out = Command::new("readelf").arg("-n").arg(path).output().ok()?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    let id = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))?
+        .trim()
+        .to_string();
+    let debug = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));
+    debug.exists().then_some(debug)
+}
+
+/// perl pprof's ShortFunctionName, applied to our full names.
+fn perl_short_name(name: &str) -> String {
+    let args = regex::Regex::new(r"\([^()]*\)(\s*const)?").unwrap();
+    let address = regex::Regex::new(r"<[0-9a-f]*>$").unwrap();
+    let template = regex::Regex::new(r"<[^<>]*>").unwrap();
+    let leading_type = regex::Regex::new(r"^.*\s+(\w+::)").unwrap();
+    let mut name = name.to_string();
+    while args.is_match(&name) {
+        name = args.replace_all(&name, "").into_owned();
+    }
+    name = address.replace_all(&name, "").into_owned();
+    while template.is_match(&name) {
+        name = template.replace_all(&name, "").into_owned();
+    }
+    leading_type.replace(&name, "$1").into_owned()
+}
+
+/// Our full-name report with names shortened by perl's rules; rows whose
+/// perl name is shared by several of our rows are dropped.
+fn with_perl_names(full: &str) -> TextReport {
+    let mut report = TextReport::parse(full);
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for row in &mut report.rows {
+        row.name = perl_short_name(&row.name);
+        *count.entry(row.name.clone()).or_default() += 1;
+    }
+    report.rows.retain(|r| count[&r.name] == 1);
+    report
+}
+
+/// Compares the two reports as the module documentation says; returns the
+/// number of rows compared.
+fn assert_conforms(ours_full: &str, theirs: &str, aliases: &Aliases, what: &str) -> usize {
+    let ours = with_perl_names(ours_full);
+    let all_ours = TextReport::parse(ours_full);
+    let theirs = TextReport::parse(theirs);
+    assert!(theirs.total > 0, "{what}: google-pprof printed no total");
+    assert_eq!(ours.total, theirs.total, "{what}: Total differs");
+    let plain: HashSet<&str> = theirs.rows.iter().map(|r| r.name.as_str()).collect();
+    let mut compared = 0;
+    let mut failures = Vec::new();
+    for row in &theirs.rows {
+        let name = match row.name.strip_suffix(" (inline)") {
+            Some(base) if plain.contains(base) => continue,
+            Some(base) => base,
+            None if plain.contains(format!("{} (inline)", row.name).as_str()) => continue,
+            None => row.name.as_str(),
+        };
+        let found = ours
+            .row(name)
+            .or_else(|| ours.rows.iter().find(|r| aliases.same(&r.name, name)));
+        if found.is_none() && all_ours.rows.iter().any(|r| perl_short_name(&r.name) == name) {
+            continue; // several of our functions have this perl name
+        }
+        match found {
+            Some(r) if r.flat == row.flat && r.cum == row.cum => compared += 1,
+            Some(r) => failures.push(format!(
+                "{name}: google-pprof flat {} cum {}, cpuprof ({}) flat {} cum {}",
+                row.flat, row.cum, r.name, r.flat, r.cum
+            )),
+            None => failures.push(format!(
+                "{name}: google-pprof flat {} cum {}, missing from cpuprof",
+                row.flat, row.cum
+            )),
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{what}: {} of {} rows differ:\n{}",
+        failures.len(),
+        theirs.rows.len(),
+        failures.join("\n")
+    );
+    compared
+}
+
+fn google_pprof(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
+    let mut cmd = Command::new("google-pprof");
+    cmd.arg("--text").args(args).arg(binary).args(profiles);
+    run_stdout(&mut cmd)
+}
+
+fn ours(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
+    let mut cmd = cpuprof();
+    cmd.args(["report", "--text"]).args(args).arg(binary).args(profiles);
+    run_stdout(&mut cmd)
+}
+
+fn ours_full(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
+    let mut all = vec!["--full-names"];
+    all.extend_from_slice(args);
+    ours(&all, binary, profiles)
+}
+
+struct Case {
+    dir: TempDir,
+    binary: PathBuf,
+    profile: PathBuf,
+}
+
+/// Builds spin with `flags` and profiles `spin args` with libprofiler.
+fn spin_case(flags: &[&str], args: &[&str]) -> Option<Case> {
+    if !require_tool("google-pprof") {
+        return None;
+    }
+    let lib = libprofiler()?;
+    let dir = TempDir::new().unwrap();
+    let (binary, libhot) = build_spin(dir.path(), "spin", flags);
+    let profile = dir.path().join("spin.prof");
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| a.replace("LIBHOT", libhot.to_str().unwrap()))
+        .collect();
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    profile_with_libprofiler(&lib, &binary, &args, &profile, 1000);
+    Some(Case {
+        dir,
+        binary,
+        profile,
+    })
+}
+
+fn check(case: &Case, args: &[&str], what: &str) -> usize {
+    let aliases = Aliases::for_profile(&case.profile);
+    let theirs = google_pprof(args, &case.binary, &[&case.profile]);
+    let ours = ours_full(args, &case.binary, &[&case.profile]);
+    assert_conforms(&ours, &theirs, &aliases, what)
+}
+
+#[test]
+fn spin_without_frame_pointers_one_thread() {
+    let Some(case) = spin_case(&[], &["-s", "1"]) else { return };
+    let n = check(&case, &[], "spin -O2 (no frame pointers)");
+    assert!(n >= 8, "only {n} rows compared");
+}
+
+#[test]
+fn spin_with_frame_pointers_three_threads() {
+    let Some(case) = spin_case(&["-fno-omit-frame-pointer"], &["-s", "0.4", "-t", "3"]) else {
+        return;
+    };
+    let n = check(&case, &[], "spin -fno-omit-frame-pointer -t 3");
+    assert!(n >= 10, "only {n} rows compared");
+}
+
+#[test]
+fn spin_with_dlopened_library() {
+    let Some(case) = spin_case(&[], &["-s", "0.6", "-t", "2", "-l", "LIBHOT"]) else {
+        return;
+    };
+    let n = check(&case, &[], "spin -l libhot.so");
+    let ours = TextReport::parse(&ours(&[], &case.binary, &[&case.profile]));
+    assert!(ours.row("lib_inner").is_some_and(|r| r.flat > 0), "lib_inner missing");
+    assert!(n >= 8, "only {n} rows compared");
+}
+
+#[test]
+fn spin_non_pie() {
+    let Some(case) = spin_case(&["-no-pie"], &["-s", "0.6"]) else { return };
+    check(&case, &[], "spin -no-pie");
+}
+
+#[test]
+fn focus_ignore_and_nodecount_agree() {
+    let Some(case) = spin_case(&[], &["-s", "0.8", "-t", "2"]) else { return };
+    check(&case, &["--focus=burn_b"], "--focus=burn_b");
+    check(&case, &["--ignore=recurse"], "--ignore=recurse");
+    check(&case, &["--focus=work", "--ignore=burn_c"], "--focus=work --ignore=burn_c");
+}
+
+#[test]
+fn lines_granularity_agrees_on_the_workload_lines() {
+    let Some(case) = spin_case(&[], &["-s", "0.8"]) else { return };
+    let theirs = TextReport::parse(&google_pprof(&["--lines"], &case.binary, &[&case.profile]));
+    let ours = TextReport::parse(&ours(&["--lines"], &case.binary, &[&case.profile]));
+    assert_eq!(ours.total, theirs.total);
+    let mut compared = 0;
+    for row in theirs.rows.iter().filter(|r| r.name.contains("spin.c:") && !r.name.contains("(inline)")) {
+        let r = ours.row(&row.name).unwrap_or_else(|| panic!("missing line row {}", row.name));
+        assert_eq!((r.flat, r.cum), (row.flat, row.cum), "{}", row.name);
+        compared += 1;
+    }
+    assert!(compared >= 5, "only {compared} line rows compared");
+}
+
+/// perl pprof symbolizes every profile with the first profile's mappings,
+/// so the two runs are made with address-space randomization off
+/// (`setarch -R`) to give them the same mappings.
+#[test]
+fn several_profiles_are_summed() {
+    if !require_tool("google-pprof") || !require_tool("setarch") {
+        return;
+    }
+    let Some(lib) = libprofiler() else { return };
+    let dir = TempDir::new().unwrap();
+    let (binary, _) = build_spin(dir.path(), "spin", &[]);
+    let first = dir.path().join("first.prof");
+    let second = dir.path().join("second.prof");
+    for (profile, threads) in [(&first, "1"), (&second, "2")] {
+        // The variables go to the workload only (through env), not to
+        // setarch, which would otherwise profile itself into the file.
+        let status = Command::new("setarch")
+            .args(["-R", "--", "env"])
+            .arg(format!("LD_PRELOAD={}", lib.display()))
+            .arg(format!("CPUPROFILE={}", profile.display()))
+            .arg("CPUPROFILE_FREQUENCY=1000")
+            .arg(&binary)
+            .args(["-s", "0.5", "-t", threads])
+            .output()
+            .unwrap()
+            .status;
+        assert!(status.success());
+    }
+    let aliases = Aliases::for_profile(&first);
+    let theirs = google_pprof(&[], &binary, &[&first, &second]);
+    let ours = ours_full(&[], &binary, &[&first, &second]);
+    assert_conforms(&ours, &theirs, &aliases, "two profiles summed");
+    let one = TextReport::parse(&ours_full(&[], &binary, &[&first])).total;
+    let two = TextReport::parse(&ours_full(&[], &binary, &[&second])).total;
+    assert_eq!(TextReport::parse(&ours).total, one + two);
+}
+
+#[test]
+fn cxx_names() {
+    if !require_tool("google-pprof") {
+        return;
+    }
+    let Some(lib) = libprofiler() else { return };
+    let dir = TempDir::new().unwrap();
+    let binary = compile("g++", &[&workload("cxx.cc")], &dir.path().join("cxx"), &["-O2", "-g"]);
+    let profile = dir.path().join("cxx.prof");
+    profile_with_libprofiler(&lib, &binary, &["1"], &profile, 1000);
+    let case = Case {
+        dir,
+        binary,
+        profile,
+    };
+    check(&case, &[], "C++ workload");
+    let ours = TextReport::parse(&ours(&[], &case.binary, &[&case.profile]));
+    for name in ["shapes::Accumulator::add_all", "shapes::Point::norm2", "(anonymous namespace)::hash_strings"] {
+        assert!(ours.row(name).is_some_and(|r| r.flat > 0), "{name} missing:\n{ours:?}");
+    }
+}

@@ -1,0 +1,68 @@
+//! What a report shows: granularity, filters, which value, trimming.
+
+use regex::Regex;
+
+/// The unit of a report's rows and graph nodes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Granularity {
+    /// One node per function (the default).
+    #[default]
+    Functions,
+    /// One node per source line.
+    Lines,
+    /// One node per program address.
+    Addresses,
+    /// One node per source file.
+    Files,
+}
+
+/// Options shared by every output.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Node granularity.
+    pub granularity: Granularity,
+    /// Keep only samples with a frame matching this.
+    pub focus: Option<Regex>,
+    /// Drop samples with a frame matching this.
+    pub ignore: Option<Regex>,
+    /// Remove matching frames from stacks (the samples stay).
+    pub hide: Option<Regex>,
+    /// Sort rows by cumulative instead of flat value.
+    pub cum: bool,
+    /// Keep C++ argument lists and template parameters in names.
+    pub full_names: bool,
+    /// Which sample value to report; `None` means the profile's default.
+    pub sample_index: Option<usize>,
+    /// Hide nodes whose flat and cum are both negative (diff profiles).
+    pub drop_negative: bool,
+    /// Maximum number of rows or nodes shown.
+    pub nodecount: Option<usize>,
+    /// Drop graph nodes whose cum is below this fraction of the total.
+    pub nodefraction: f64,
+    /// Drop graph edges whose weight is below this fraction of the total.
+    pub edgefraction: f64,
+    /// Keep at most this many edges in and out of each graph node.
+    pub maxdegree: usize,
+    /// Keep the profiler's own signal-handling frames in stacks.
+    pub keep_profiler_frames: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            granularity: Granularity::Functions,
+            focus: None,
+            ignore: None,
+            hide: None,
+            cum: false,
+            full_names: false,
+            sample_index: None,
+            drop_negative: false,
+            nodecount: None,
+            nodefraction: 0.005,
+            edgefraction: 0.001,
+            maxdegree: 8,
+            keep_profiler_frames: false,
+        }
+    }
+}

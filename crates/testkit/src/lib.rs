@@ -1,0 +1,218 @@
+//! Test support shared by cpuprof's test suites: building the C/C++
+//! workloads of `tests/workloads/` at test time, running them under the
+//! reference profiler (Debian's `libprofiler.so`), running the reference
+//! analysers (`google-pprof`, Go `pprof`, `gprof`, ...) and parsing the text
+//! reports they print.
+//!
+//! Peers are required when `CPUPROF_REQUIRE_PEERS=1` (the project's test
+//! script installs them and sets it); otherwise a missing peer skips the
+//! test with a message on stderr.
+#![deny(missing_docs)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+pub use tempfile::TempDir;
+
+/// The repository's root directory.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .and_then(Path::parent)
+        .expect("crates/testkit is two levels below the root")
+        .to_path_buf()
+}
+
+/// A workload source file of `tests/workloads/`.
+pub fn workload(name: &str) -> PathBuf {
+    repo_root().join("tests/workloads").join(name)
+}
+
+/// True when peers must be present (missing ones fail the test).
+pub fn peers_required() -> bool {
+    std::env::var("CPUPROF_REQUIRE_PEERS").is_ok_and(|v| v == "1")
+}
+
+/// The path of `tool` on PATH (or the path itself if it is one).
+pub fn which(tool: &str) -> Option<PathBuf> {
+    let p = Path::new(tool);
+    if p.is_absolute() {
+        return p.exists().then(|| p.to_path_buf());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join(tool))
+            .find(|c| c.is_file())
+    })
+}
+
+/// True when `tool` is available. When it is not: panics if peers are
+/// required, else prints why the calling test is skipped and returns false.
+pub fn require_tool(tool: &str) -> bool {
+    if which(tool).is_some() {
+        return true;
+    }
+    if peers_required() {
+        panic!("required peer tool `{tool}` is missing (CPUPROF_REQUIRE_PEERS=1)");
+    }
+    eprintln!("SKIPPED: peer tool `{tool}` is not installed (run scripts/test to install the peers)");
+    false
+}
+
+/// Debian's gperftools profiler library, if installed.
+pub fn libprofiler() -> Option<PathBuf> {
+    let candidates = [
+        "/usr/lib/x86_64-linux-gnu/libprofiler.so",
+        "/usr/lib/x86_64-linux-gnu/libprofiler.so.0",
+        "/usr/lib/libprofiler.so",
+    ];
+    let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
+    if found.is_none() {
+        if peers_required() {
+            panic!("libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROFILE_REQUIRE_PEERS=1)");
+        }
+        eprintln!("SKIPPED: libprofiler.so is not installed (package libgoogle-perftools-dev)");
+    }
+    found
+}
+
+/// Compiles `sources` with `compiler` (gcc or g++) into `output`, with
+/// `flags`. Panics with the compiler's message on failure.
+pub fn compile(compiler: &str, sources: &[&Path], output: &Path, flags: &[&str]) -> PathBuf {
+    let mut cmd = Command::new(compiler);
+    cmd.args(flags).arg("-o").arg(output);
+    for s in sources {
+        cmd.arg(s);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    assert!(
+        out.status.success(),
+        "{compiler} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    output.to_path_buf()
+}
+
+/// Builds `spin` (and `libhot.so`) from tests/workloads into `dir` with
+/// extra `flags` (e.g. `-fno-omit-frame-pointer`, `-no-pie`); returns the
+/// paths of spin and libhot.so.
+pub fn build_spin(dir: &Path, name: &str, flags: &[&str]) -> (PathBuf, PathBuf) {
+    let spin = dir.join(name);
+    // Libraries must follow the source on gcc's command line.
+    let out = Command::new("gcc")
+        .args(["-O2", "-g", "-pthread"])
+        .args(flags)
+        .arg("-o")
+        .arg(&spin)
+        .arg(workload("spin.c"))
+        .args(["-ldl", "-lm"])
+        .output()
+        .expect("cannot run gcc");
+    assert!(out.status.success(), "gcc spin.c: {}", String::from_utf8_lossy(&out.stderr));
+    let lib = dir.join(format!("lib{name}hot.so"));
+    let mut lib_flags = vec!["-O2", "-g", "-shared", "-fPIC"];
+    lib_flags.extend(flags.iter().filter(|f| **f != "-no-pie"));
+    compile("gcc", &[&workload("libhot.c")], &lib, &lib_flags);
+    (spin, lib)
+}
+
+/// Runs `binary args` under Debian's libprofiler.so (LD_PRELOAD) writing
+/// `profile`, at `frequency` Hz. Panics if the program fails.
+pub fn profile_with_libprofiler(
+    libprofiler: &Path,
+    binary: &Path,
+    args: &[&str],
+    profile: &Path,
+    frequency: u32,
+) -> Output {
+    let out = Command::new(binary)
+        .args(args)
+        .env("LD_PRELOAD", libprofiler)
+        .env("CPUPROFILE", profile)
+        .env("CPUPROFILE_FREQUENCY", frequency.to_string())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", binary.display()));
+    assert!(
+        out.status.success(),
+        "{} failed: {}",
+        binary.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        std::fs::metadata(profile).map(|m| m.len() > 0).unwrap_or(false),
+        "libprofiler wrote no profile at {}",
+        profile.display()
+    );
+    out
+}
+
+/// Runs a command and returns its stdout; panics with its stderr if it
+/// fails.
+pub fn run_stdout(cmd: &mut Command) -> String {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed ({}): {}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// One row of a pprof-style text report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TextRow {
+    /// Flat value.
+    pub flat: i64,
+    /// Cumulative value.
+    pub cum: i64,
+    /// The name column.
+    pub name: String,
+}
+
+/// A parsed pprof-style text report (`Total: N samples` and rows).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextReport {
+    /// The `Total:` value.
+    pub total: i64,
+    /// The rows, in order.
+    pub rows: Vec<TextRow>,
+}
+
+impl TextReport {
+    /// Parses the output of `google-pprof --text` or `cpuprof report
+    /// --text`; lines that are not rows (messages) are ignored.
+    pub fn parse(text: &str) -> TextReport {
+        let mut report = TextReport::default();
+        for line in text.lines() {
+            if let Some(rest) = line.strip_prefix("Total: ") {
+                report.total = rest
+                    .split_whitespace()
+                    .next()
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(0);
+                continue;
+            }
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            if fields.len() < 6 || !fields[1].ends_with('%') || !fields[4].ends_with('%') {
+                continue;
+            }
+            let (Ok(flat), Ok(cum)) = (fields[0].parse(), fields[3].parse()) else {
+                continue;
+            };
+            // The name is everything after the fifth column.
+            let name = line.get(39..).unwrap_or("").to_string();
+            report.rows.push(TextRow { flat, cum, name });
+        }
+        report
+    }
+
+    /// The row named `name`.
+    pub fn row(&self, name: &str) -> Option<&TextRow> {
+        self.rows.iter().find(|r| r.name == name)
+    }
+}
