@@ -71,6 +71,10 @@ pub fn preloaded(program: &Path, profile: &Path, hz: u32) -> Command {
         .env_remove("CPUPROFILE_REALTIME")
         .env_remove("CPUPROFILE_TIMER")
         .stdin(Stdio::null());
+    // CPUPROF_TEST_TIMER=posix|itimer runs the suite on a fallback clock.
+    if let Ok(timer) = std::env::var("CPUPROF_TEST_TIMER") {
+        cmd.env("CPUPROFILE_TIMER", timer);
+    }
     cmd
 }
 
