@@ -139,7 +139,7 @@ pub fn state() -> State {
     let (enabled, start_time, path, samples) = profiler::current_state();
     State {
         enabled,
-        start_time: start_time as i64,
+        start_time,
         path,
         samples,
     }

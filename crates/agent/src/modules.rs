@@ -243,7 +243,7 @@ mod tests {
     fn own_objects_have_unwind_data() {
         let objects = loaded_objects(&[]);
         assert!(objects.len() >= 2, "the test binary and libc at least");
-        let here = eh_frame_address as usize as u64;
+        let here = eh_frame_address as *const () as u64;
         assert!(objects.iter().any(|o| o.code.contains(&here)));
     }
 }

@@ -20,14 +20,14 @@ use crate::collector::{existing_sampler, sampler};
 use crate::config::Settings;
 use crate::modules::{self, LoadedObject};
 use crate::signal_path::{self, gettid, Sampler};
-use crate::timers::{self, Clock};
+use crate::timers::{self, Trigger};
 use crate::{threads, writer};
 
 /// One profiling session (between a start and a stop).
 struct Session {
     path: String,
     settings: Settings,
-    clock: Clock,
+    clock: Trigger,
     wall_timer: u64,
     start_time: libc::time_t,
     start_process_cpu_ns: u64,
@@ -63,7 +63,7 @@ pub(crate) static CONTROL: Mutex<Control> = Mutex::new(Control {
 /// How to arm a new thread while a session runs.
 #[derive(Clone, Copy)]
 pub(crate) struct Arming {
-    pub(crate) clock: Clock,
+    pub(crate) clock: Trigger,
     pub(crate) period_ns: u64,
     pub(crate) signal: i32,
 }
@@ -126,7 +126,7 @@ pub enum StartError {
     /// The profile file cannot be created.
     File(String, io::Error),
     /// No clock could be armed.
-    Clock(io::Error),
+    Trigger(io::Error),
 }
 
 impl std::fmt::Display for StartError {
@@ -134,7 +134,7 @@ impl std::fmt::Display for StartError {
         match self {
             StartError::AlreadyRunning => write!(f, "a profiling session is already running"),
             StartError::File(path, e) => write!(f, "cannot create profile {path}: {e}"),
-            StartError::Clock(e) => write!(f, "cannot arm a profiling timer: {e}"),
+            StartError::Trigger(e) => write!(f, "cannot arm a profiling timer: {e}"),
         }
     }
 }
@@ -174,7 +174,7 @@ pub(crate) fn start(
     // Running before arming: the first signals must not be ignored.
     sampler.running.store(true, Ordering::Release);
     let armed = if settings.realtime {
-        timers::arm_wall_clock(period_ns, settings.signal).map(|h| (Clock::WallClock, h))
+        timers::arm_wall_clock(period_ns, settings.signal).map(|h| (Trigger::WallClock, h))
     } else {
         timers::choose_clock(settings.clock, me, period_ns, settings.signal)
     };
@@ -182,17 +182,17 @@ pub(crate) fn start(
         Ok(armed) => armed,
         Err(e) => {
             sampler.running.store(false, Ordering::Release);
-            return Err(StartError::Clock(e));
+            return Err(StartError::Trigger(e));
         }
     };
-    if clock == Clock::ProcessItimer && settings.signal != libc::SIGPROF {
+    if clock == Trigger::ProcessItimer && settings.signal != libc::SIGPROF {
         install_profiling_handler(libc::SIGPROF);
     }
     sampler.weight_overruns.store(
-        matches!(clock, Clock::ThreadCpuTimer | Clock::WallClock),
+        matches!(clock, Trigger::ThreadCpuTimer | Trigger::WallClock),
         Ordering::Relaxed,
     );
-    let wall_timer = if clock == Clock::WallClock {
+    let wall_timer = if clock == Trigger::WallClock {
         handle
     } else {
         u64::MAX
@@ -246,8 +246,8 @@ fn disarm_all(sampler: &Sampler, session: &Session) {
         timers::disarm_thread(session.clock, handle);
     }
     match session.clock {
-        Clock::ProcessItimer => timers::disarm_process_itimer(),
-        Clock::WallClock => timers::disarm_wall_clock(session.wall_timer),
+        Trigger::ProcessItimer => timers::disarm_process_itimer(),
+        Trigger::WallClock => timers::disarm_wall_clock(session.wall_timer),
         _ => {}
     }
 }
@@ -353,7 +353,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
 /// (CPU time per interrupt) when that is clearly longer.
 fn header_period_us(sampler: &Sampler, session: &Session) -> u64 {
     let asked = (session.settings.period_ns() + 500) / 1000;
-    if session.clock != Clock::ProcessItimer {
+    if session.clock != Trigger::ProcessItimer {
         return asked.max(1);
     }
     let interrupts = sampler.stats.interrupts.load(Ordering::Relaxed);
@@ -728,14 +728,11 @@ fn periodic_work(sampler: &Sampler) {
 
 /// Lock guards held across `fork` so the child never inherits a lock held
 /// by a thread that does not exist in it.
-struct ForkGuards(
-    UnsafeCell<
-        Option<(
-            MutexGuard<'static, Control>,
-            MutexGuard<'static, Option<Arming>>,
-        )>,
-    >,
+type HeldLocks = (
+    MutexGuard<'static, Control>,
+    MutexGuard<'static, Option<Arming>>,
 );
+struct ForkGuards(UnsafeCell<Option<HeldLocks>>);
 // SAFETY: only touched by the forking thread between prepare and
 // parent/child, while it holds the very locks stored inside.
 unsafe impl Sync for ForkGuards {}
@@ -774,7 +771,7 @@ extern "C" fn fork_child() {
         // perf fds are copies of the parent's (closing ours leaves the
         // parent's events alone); POSIX timers are not inherited at all.
         if let Some(arming) = arming {
-            if matches!(arming.clock, Clock::PerfTaskClock { .. }) && handle != u64::MAX {
+            if matches!(arming.clock, Trigger::PerfTaskClock { .. }) && handle != u64::MAX {
                 // SAFETY: closing the child's copy of the fd.
                 unsafe { libc::close(handle as i32) };
             }
@@ -795,13 +792,13 @@ extern "C" fn fork_child() {
     let period_ns = session.settings.period_ns();
     sampler.running.store(true, Ordering::Release);
     let rearmed = match session.clock {
-        Clock::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),
-        Clock::WallClock => timers::arm_wall_clock(period_ns, session.settings.signal),
+        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),
+        Trigger::WallClock => timers::arm_wall_clock(period_ns, session.settings.signal),
         clock => timers::arm_thread(clock, gettid(), period_ns, session.settings.signal),
     };
     match rearmed {
         Ok(handle) => {
-            if session.clock == Clock::WallClock {
+            if session.clock == Trigger::WallClock {
                 session.wall_timer = handle;
             } else if session.clock.per_thread() {
                 if let Some(slot) = sampler.register_thread(gettid()) {

@@ -21,7 +21,7 @@ use std::io;
 
 /// How samples are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Clock {
+pub(crate) enum Trigger {
     /// perf task-clock events, one per thread.
     PerfTaskClock {
         /// Kernel time excluded (unprivileged with paranoid ≥ 2).
@@ -35,25 +35,28 @@ pub(crate) enum Clock {
     WallClock,
 }
 
-impl Clock {
+impl Trigger {
     /// A short name for messages and the docs.
     pub(crate) fn name(self) -> &'static str {
         match self {
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: false,
             } => "perf task-clock",
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: true,
             } => "perf task-clock (user time only)",
-            Clock::ThreadCpuTimer => "per-thread POSIX CPU timers",
-            Clock::ProcessItimer => "setitimer(ITIMER_PROF)",
-            Clock::WallClock => "wall-clock POSIX timer",
+            Trigger::ThreadCpuTimer => "per-thread POSIX CPU timers",
+            Trigger::ProcessItimer => "setitimer(ITIMER_PROF)",
+            Trigger::WallClock => "wall-clock POSIX timer",
         }
     }
 
     /// True for clocks armed once per thread.
     pub(crate) fn per_thread(self) -> bool {
-        matches!(self, Clock::PerfTaskClock { .. } | Clock::ThreadCpuTimer)
+        matches!(
+            self,
+            Trigger::PerfTaskClock { .. } | Trigger::ThreadCpuTimer
+        )
     }
 }
 
@@ -215,32 +218,34 @@ fn arm_posix_timer(
 }
 
 /// Arms a per-thread clock on `tid`; returns its handle.
-pub(crate) fn arm_thread(clock: Clock, tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
+pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
     match clock {
-        Clock::PerfTaskClock { exclude_kernel } => arm_perf(tid, period_ns, signal, exclude_kernel),
-        Clock::ThreadCpuTimer => {
+        Trigger::PerfTaskClock { exclude_kernel } => {
+            arm_perf(tid, period_ns, signal, exclude_kernel)
+        }
+        Trigger::ThreadCpuTimer => {
             arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
         }
-        Clock::ProcessItimer | Clock::WallClock => Ok(u64::MAX),
+        Trigger::ProcessItimer | Trigger::WallClock => Ok(u64::MAX),
     }
 }
 
 /// Disarms a per-thread clock. Pending signals may still arrive; the
 /// handler ignores them once the session has stopped.
-pub(crate) fn disarm_thread(clock: Clock, handle: u64) {
+pub(crate) fn disarm_thread(clock: Trigger, handle: u64) {
     if handle == u64::MAX {
         return;
     }
     // SAFETY: the handle came from arm_thread with the same clock.
     unsafe {
         match clock {
-            Clock::PerfTaskClock { .. } => {
+            Trigger::PerfTaskClock { .. } => {
                 libc::close(handle as i32);
             }
-            Clock::ThreadCpuTimer => {
+            Trigger::ThreadCpuTimer => {
                 libc::timer_delete(handle as usize as libc::timer_t);
             }
-            Clock::ProcessItimer | Clock::WallClock => {}
+            Trigger::ProcessItimer | Trigger::WallClock => {}
         }
     }
 }
@@ -252,32 +257,32 @@ pub(crate) fn choose_clock(
     tid: i32,
     period_ns: u64,
     signal: i32,
-) -> io::Result<(Clock, u64)> {
-    let candidates: &[Clock] = match choice {
+) -> io::Result<(Trigger, u64)> {
+    let candidates: &[Trigger] = match choice {
         ClockChoice::Auto => &[
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: false,
             },
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: true,
             },
-            Clock::ThreadCpuTimer,
-            Clock::ProcessItimer,
+            Trigger::ThreadCpuTimer,
+            Trigger::ProcessItimer,
         ],
         ClockChoice::Perf => &[
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: false,
             },
-            Clock::PerfTaskClock {
+            Trigger::PerfTaskClock {
                 exclude_kernel: true,
             },
         ],
-        ClockChoice::Posix => &[Clock::ThreadCpuTimer],
-        ClockChoice::Itimer => &[Clock::ProcessItimer],
+        ClockChoice::Posix => &[Trigger::ThreadCpuTimer],
+        ClockChoice::Itimer => &[Trigger::ProcessItimer],
     };
     let mut last = io::Error::other("no clock");
     for &clock in candidates {
-        if clock == Clock::ProcessItimer {
+        if clock == Trigger::ProcessItimer {
             return arm_process_itimer(period_ns).map(|()| (clock, u64::MAX));
         }
         match arm_thread(clock, tid, period_ns, signal) {

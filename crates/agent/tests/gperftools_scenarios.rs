@@ -15,9 +15,16 @@ fn profiler_start_and_cpuprofile_both_profile() {
     let dir = tempdir();
     let api = build_c(dir.path(), "api", true);
     let started = dir.path().join("started.prof");
-    let out = run_ok(std::process::Command::new(&api).args(["start"]).arg(&started));
+    let out = run_ok(
+        std::process::Command::new(&api)
+            .args(["start"])
+            .arg(&started),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("second start=0"), "a second ProfilerStart must fail: {stdout}");
+    assert!(
+        stdout.contains("second start=0"),
+        "a second ProfilerStart must fail: {stdout}"
+    );
     let by_call = NamedStacks::of(&read_profile(&started));
 
     let by_env_path = dir.path().join("env.prof");
@@ -30,7 +37,11 @@ fn profiler_start_and_cpuprofile_both_profile() {
     let by_env = NamedStacks::of(&read_profile(&by_env_path));
     for (how, stacks) in [("ProfilerStart", &by_call), ("CPUPROFILE", &by_env)] {
         // 0.5 CPU-s at the default 100 Hz: about 50 samples.
-        assert!((35..=70).contains(&stacks.total()), "{how}: {} samples", stacks.total());
+        assert!(
+            (35..=70).contains(&stacks.total()),
+            "{how}: {} samples",
+            stacks.total()
+        );
         assert!(
             stacks.cum("api_burn") * 100 >= stacks.total() * 95,
             "{how}: api_burn in {} of {} samples",
@@ -55,7 +66,10 @@ fn threads_1_2_4_each_show_their_own_functions() {
             let name = format!("worker_{i}");
             let count = stacks.cum(&name);
             if i < n {
-                assert!((80..=125).contains(&count), "{n} threads: {name} has {count} samples");
+                assert!(
+                    (80..=125).contains(&count),
+                    "{n} threads: {name} has {count} samples"
+                );
                 assert!(
                     stacks
                         .stacks
@@ -83,13 +97,21 @@ fn realtime_samples_wall_clock_time() {
     let wall = NamedStacks::of(&read_profile(&wall));
     // The 1 s wait is 100 samples whatever the load; the short burn takes
     // more wall time on a busy machine.
-    assert!((85..=115).contains(&wall.cum("sleep_wait")), "realtime: sleep_wait {}", wall.cum("sleep_wait"));
+    assert!(
+        (85..=115).contains(&wall.cum("sleep_wait")),
+        "realtime: sleep_wait {}",
+        wall.cum("sleep_wait")
+    );
     assert!(wall.total() >= 100, "realtime: {} samples", wall.total());
 
     let cpu = dir.path().join("cpu.prof");
     run_ok(&mut preloaded(&program, &cpu, 100));
     let cpu = NamedStacks::of(&read_profile(&cpu));
-    assert!(cpu.total() <= 12, "CPU time: {} samples for ~0.05 CPU-s", cpu.total());
+    assert!(
+        cpu.total() <= 12,
+        "CPU time: {} samples for ~0.05 CPU-s",
+        cpu.total()
+    );
 }
 
 /// gperftools' fork+exec scenario: a program forking twice, each child
@@ -102,19 +124,42 @@ fn fork_exec_twice_leaves_exactly_three_profiles() {
     let threads = build_c(dir.path(), "threads", false);
     let profile = dir.path().join("fe.prof");
     let out = run_ok(preloaded(&program, &profile, 100).arg(&threads).arg("1"));
-    let pids: Vec<String> = String::from_utf8_lossy(&out.stdout).split_whitespace().map(str::to_string).collect();
+    let pids: Vec<String> = String::from_utf8_lossy(&out.stdout)
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
     assert_eq!(pids.len(), 2);
     let files = files_starting_with(dir.path(), "fe.prof");
-    let mut expected = vec!["fe.prof".to_string(), format!("fe.prof_{}", pids[0]), format!("fe.prof_{}", pids[1])];
+    let mut expected = vec![
+        "fe.prof".to_string(),
+        format!("fe.prof_{}", pids[0]),
+        format!("fe.prof_{}", pids[1]),
+    ];
     expected.sort();
     assert_eq!(files, expected);
     let parent = NamedStacks::of(&read_profile(&profile));
-    assert!(parent.cum("parent_work") >= 20, "parent: {}", parent.cum("parent_work"));
-    assert_eq!(parent.cum("worker_0"), 0, "the children's work is not in the parent's file");
+    assert!(
+        parent.cum("parent_work") >= 20,
+        "parent: {}",
+        parent.cum("parent_work")
+    );
+    assert_eq!(
+        parent.cum("worker_0"),
+        0,
+        "the children's work is not in the parent's file"
+    );
     for pid in &pids {
         let child = NamedStacks::of(&read_profile(&dir.path().join(format!("fe.prof_{pid}"))));
-        assert!((30..=50).contains(&child.cum("worker_0")), "child {pid}: {}", child.cum("worker_0"));
-        assert_eq!(child.cum("parent_work"), 0, "child {pid} has the parent's samples");
+        assert!(
+            (30..=50).contains(&child.cum("worker_0")),
+            "child {pid}: {}",
+            child.cum("worker_0")
+        );
+        assert_eq!(
+            child.cum("parent_work"),
+            0,
+            "child {pid} has the parent's samples"
+        );
     }
 }
 
@@ -125,17 +170,54 @@ fn get_current_state_counts_samples() {
     let dir = tempdir();
     let api = build_c(dir.path(), "api", true);
     let profile = dir.path().join("state.prof");
-    let out = run_ok(std::process::Command::new(&api).arg("start").arg(&profile).env_remove("CPUPROFILE"));
+    let out = run_ok(
+        std::process::Command::new(&api)
+            .arg("start")
+            .arg(&profile)
+            .env_remove("CPUPROFILE"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let line = |prefix: &str| stdout.lines().find(|l| l.starts_with(prefix)).unwrap_or_else(|| panic!("{stdout}")).to_string();
-    assert_eq!(line("before"), "before enabled=0 samples=0 name= all_threads=0");
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find(|l| l.starts_with(prefix))
+            .unwrap_or_else(|| panic!("{stdout}"))
+            .to_string()
+    };
+    assert_eq!(
+        line("before"),
+        "before enabled=0 samples=0 name= all_threads=0"
+    );
     let running = line("running");
-    assert!(running.starts_with("running enabled=1 samples="), "{running}");
-    assert!(running.ends_with(&format!("name={} all_threads=1", profile.display())), "{running}");
-    let samples: i64 = running.split("samples=").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap();
-    assert!((35..=70).contains(&samples), "0.5 CPU-s at 100 Hz gave {samples}");
-    assert_eq!(line("stopped"), "stopped enabled=0 samples=0 name= all_threads=0");
-    assert_eq!(total_samples(&read_profile(&profile)), samples.max(total_samples(&read_profile(&profile))));
+    assert!(
+        running.starts_with("running enabled=1 samples="),
+        "{running}"
+    );
+    assert!(
+        running.ends_with(&format!("name={} all_threads=1", profile.display())),
+        "{running}"
+    );
+    let samples: i64 = running
+        .split("samples=")
+        .nth(1)
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (35..=70).contains(&samples),
+        "0.5 CPU-s at 100 Hz gave {samples}"
+    );
+    assert_eq!(
+        line("stopped"),
+        "stopped enabled=0 samples=0 name= all_threads=0"
+    );
+    assert_eq!(
+        total_samples(&read_profile(&profile)),
+        samples.max(total_samples(&read_profile(&profile)))
+    );
 }
 
 /// ProfilerFlush writes a complete, readable profile while profiling goes
@@ -145,12 +227,25 @@ fn flush_writes_a_readable_profile_mid_run() {
     let dir = tempdir();
     let api = build_c(dir.path(), "api", true);
     let profile = dir.path().join("flush.prof");
-    let out = run_ok(std::process::Command::new(&api).arg("flush").arg(&profile).env("CPUPROFILE_FREQUENCY", "1000"));
+    let out = run_ok(
+        std::process::Command::new(&api)
+            .arg("flush")
+            .arg(&profile)
+            .env("CPUPROFILE_FREQUENCY", "1000"),
+    );
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let bytes: i64 = stdout.trim().strip_prefix("flushed bytes=").unwrap().parse().unwrap();
+    let bytes: i64 = stdout
+        .trim()
+        .strip_prefix("flushed bytes=")
+        .unwrap()
+        .parse()
+        .unwrap();
     assert!(bytes > 100, "{stdout}");
     let total = total_samples(&read_profile(&profile));
-    assert!((500..=700).contains(&total), "0.6 CPU-s at 1000 Hz: {total}");
+    assert!(
+        (500..=700).contains(&total),
+        "0.6 CPU-s at 1000 Hz: {total}"
+    );
 }
 
 /// ProfilerStartWithOptions' filter_in_thread keeps only the samples it
@@ -160,9 +255,18 @@ fn filter_in_thread_keeps_only_accepted_threads() {
     let dir = tempdir();
     let api = build_c(dir.path(), "api", true);
     let profile = dir.path().join("filter.prof");
-    run_ok(std::process::Command::new(&api).arg("filter").arg(&profile).env("CPUPROFILE_FREQUENCY", "500"));
+    run_ok(
+        std::process::Command::new(&api)
+            .arg("filter")
+            .arg(&profile)
+            .env("CPUPROFILE_FREQUENCY", "500"),
+    );
     let stacks = NamedStacks::of(&read_profile(&profile));
-    assert!((160..=240).contains(&stacks.cum("accepted_work")), "accepted: {}", stacks.cum("accepted_work"));
+    assert!(
+        (160..=240).contains(&stacks.cum("accepted_work")),
+        "accepted: {}",
+        stacks.cum("accepted_work")
+    );
     assert_eq!(stacks.cum("rejected_work"), 0);
 }
 
@@ -176,7 +280,13 @@ fn get_stack_trace_unwinds_the_caller() {
     let out = run_ok(std::process::Command::new(&api).arg("stack").arg(&profile));
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(stdout.contains("stack before start=0"), "{stdout}");
-    let depth: i32 = stdout.split("stack depth=").nth(1).unwrap().trim().parse().unwrap();
+    let depth: i32 = stdout
+        .split("stack depth=")
+        .nth(1)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
     // take_stack, main, __libc_start_call_main, __libc_start_main, _start.
     assert!((4..=8).contains(&depth), "{stdout}");
 }
@@ -189,12 +299,23 @@ fn cpuprofilesignal_switch_writes_numbered_profiles() {
     let program = build_c(dir.path(), "toggle", false);
     let profile = dir.path().join("sw.prof");
     run_ok(preloaded(&program, &profile, 200).env("CPUPROFILESIGNAL", "12"));
-    assert_eq!(files_starting_with(dir.path(), "sw.prof"), ["sw.prof.0", "sw.prof.1"]);
+    assert_eq!(
+        files_starting_with(dir.path(), "sw.prof"),
+        ["sw.prof.0", "sw.prof.1"]
+    );
     let first = NamedStacks::of(&read_profile(&dir.path().join("sw.prof.0")));
     let second = NamedStacks::of(&read_profile(&dir.path().join("sw.prof.1")));
-    assert!((45..=75).contains(&first.cum("first_burst")), "first: {}", first.cum("first_burst"));
+    assert!(
+        (45..=75).contains(&first.cum("first_burst")),
+        "first: {}",
+        first.cum("first_burst")
+    );
     assert_eq!(first.cum("second_burst"), 0);
-    assert!((45..=75).contains(&second.cum("second_burst")), "second: {}", second.cum("second_burst"));
+    assert!(
+        (45..=75).contains(&second.cum("second_burst")),
+        "second: {}",
+        second.cum("second_burst")
+    );
     assert_eq!(second.cum("first_burst"), 0);
 }
 
@@ -212,10 +333,19 @@ fn invalid_environment_values_are_reported() {
             .arg("1"),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("CPUPROFILE_FREQUENCY=\"lots\" is not a rate"), "{stderr}");
-    assert!(stderr.contains("CPUPROFILE_TIMER_SIGNAL=\"9\" is not a usable signal"), "{stderr}");
+    assert!(
+        stderr.contains("CPUPROFILE_FREQUENCY=\"lots\" is not a rate"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("CPUPROFILE_TIMER_SIGNAL=\"9\" is not a usable signal"),
+        "{stderr}"
+    );
     let total = total_samples(&read_profile(&profile));
-    assert!((30..=50).contains(&total), "0.4 CPU-s at the default 100 Hz: {total}");
+    assert!(
+        (30..=50).contains(&total),
+        "0.4 CPU-s at the default 100 Hz: {total}"
+    );
 }
 
 /// The stop line libprofiler prints, then ours with drops and truncations.
@@ -226,13 +356,25 @@ fn stop_prints_gperftools_line_then_drop_counts() {
     let profile = dir.path().join("line.prof");
     let out = run_ok(preloaded(&program, &profile, 100).arg("2"));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("PROFILE: ")).collect();
+    let lines: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("PROFILE: "))
+        .collect();
     assert_eq!(lines.len(), 2, "{stderr}");
     let bytes = std::fs::metadata(&profile).unwrap().len();
-    assert!(lines[0].starts_with("PROFILE: interrupts/evictions/bytes = "), "{stderr}");
+    assert!(
+        lines[0].starts_with("PROFILE: interrupts/evictions/bytes = "),
+        "{stderr}"
+    );
     assert!(lines[0].ends_with(&format!("/{bytes}")), "{stderr}");
-    assert!(lines[1].starts_with("PROFILE: samples/dropped/truncated = "), "{stderr}");
-    assert!(lines[1].contains("/0/0 "), "no drops or truncations expected: {stderr}");
+    assert!(
+        lines[1].starts_with("PROFILE: samples/dropped/truncated = "),
+        "{stderr}"
+    );
+    assert!(
+        lines[1].contains("/0/0 "),
+        "no drops or truncations expected: {stderr}"
+    );
 }
 
 /// setuid programs are not profiled (the guide's security note).
@@ -257,7 +399,10 @@ fn setuid_programs_are_not_profiled() {
         .output()
         .unwrap();
     if !out.status.success() {
-        eprintln!("SKIPPED: cannot run a setuid program here: {}", String::from_utf8_lossy(&out.stderr));
+        eprintln!(
+            "SKIPPED: cannot run a setuid program here: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         return;
     }
     let stderr = String::from_utf8_lossy(&out.stderr);

@@ -45,7 +45,10 @@ unsafe impl GlobalAlloc for CountingAllocator {
 static ALLOCATOR: CountingAllocator = CountingAllocator;
 
 fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a local.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
@@ -67,7 +70,10 @@ fn allocation_free_work(seconds: f64) -> u64 {
 fn handler_never_allocates() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("noalloc.prof");
-    let settings = cpuprof::Settings { frequency: 4000, ..Default::default() };
+    let settings = cpuprof::Settings {
+        frequency: 4000,
+        ..Default::default()
+    };
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let (go_tx, go_rx) = std::sync::mpsc::channel::<()>();
     let worker = std::thread::spawn(move || {
@@ -88,7 +94,16 @@ fn handler_never_allocates() {
     WATCHED_TID.store(0, Ordering::SeqCst);
     let samples = cpuprof::state().samples;
     drop(guard);
-    assert!(control >= 2, "the allocator must see this thread's own allocations ({control})");
-    assert!(samples >= 1500, "0.5 CPU-s at 4000 Hz gave only {samples} samples");
-    assert_eq!(during, 0, "{during} allocations on a sampled, allocation-free thread: the handler allocated");
+    assert!(
+        control >= 2,
+        "the allocator must see this thread's own allocations ({control})"
+    );
+    assert!(
+        samples >= 1500,
+        "0.5 CPU-s at 4000 Hz gave only {samples} samples"
+    );
+    assert_eq!(
+        during, 0,
+        "{during} allocations on a sampled, allocation-free thread: the handler allocated"
+    );
 }

@@ -5,7 +5,10 @@ use std::hint::black_box;
 use std::process::Command;
 
 fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
     // SAFETY: valid pointer to a local.
     unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
@@ -32,7 +35,10 @@ fn guard_profiles_threads_and_writes_at_stop() {
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("guard.prof");
-    let settings = cpuprof::Settings { frequency: 1000, ..Default::default() };
+    let settings = cpuprof::Settings {
+        frequency: 1000,
+        ..Default::default()
+    };
     let guard = cpuprof::ProfilerGuard::start_with(&path, settings.clone()).unwrap();
     assert!(matches!(
         cpuprof::ProfilerGuard::start_with(dir.path().join("other.prof"), settings),
@@ -41,7 +47,9 @@ fn guard_profiles_threads_and_writes_at_stop() {
     let state = cpuprof::state();
     assert!(state.enabled);
     assert_eq!(state.path, path.to_str().unwrap());
-    let workers: Vec<_> = (0..2).map(|_| std::thread::spawn(|| rust_api_burn(0.3))).collect();
+    let workers: Vec<_> = (0..2)
+        .map(|_| std::thread::spawn(|| rust_api_burn(0.3)))
+        .collect();
     for w in workers {
         black_box(w.join().unwrap());
     }
@@ -60,17 +68,28 @@ fn guard_profiles_threads_and_writes_at_stop() {
 #[test]
 fn linking_the_rlib_does_not_start_from_cpuprofile() {
     if std::env::var_os("CPUPROF_RLIB_CHILD").is_some() {
-        assert!(!cpuprof::state().enabled, "profiling started from CPUPROFILE in a program linking the rlib");
+        assert!(
+            !cpuprof::state().enabled,
+            "profiling started from CPUPROFILE in a program linking the rlib"
+        );
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("must-not-exist.prof");
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "linking_the_rlib_does_not_start_from_cpuprofile", "--test-threads=1"])
+        .args([
+            "--exact",
+            "linking_the_rlib_does_not_start_from_cpuprofile",
+            "--test-threads=1",
+        ])
         .env("CPUPROF_RLIB_CHILD", "1")
         .env("CPUPROFILE", &path)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert!(!path.exists(), "a profile was started from CPUPROFILE");
 }

@@ -12,7 +12,11 @@ use std::time::{Duration, Instant};
 use common::*;
 
 /// Waits for `child` at most `limit`; kills it and fails on a hang.
-fn wait_with_limit(child: &mut std::process::Child, limit: Duration, what: &str) -> std::process::ExitStatus {
+fn wait_with_limit(
+    child: &mut std::process::Child,
+    limit: Duration,
+    what: &str,
+) -> std::process::ExitStatus {
     let start = Instant::now();
     loop {
         if let Some(status) = child.try_wait().unwrap() {
@@ -68,7 +72,12 @@ fn malloc_storm_8_threads_4000_hz_no_deadlock() {
     // At least a CPU-second's worth, even on a loaded machine.
     assert!(samples > 4000, "{samples} samples");
     let stacks = NamedStacks::of(&read_profile(&profile));
-    assert!(stacks.cum("storm") * 100 >= stacks.total() * 90, "storm in {} of {}", stacks.cum("storm"), stacks.total());
+    assert!(
+        stacks.cum("storm") * 100 >= stacks.total() * 90,
+        "storm in {} of {}",
+        stacks.cum("storm"),
+        stacks.total()
+    );
 }
 
 /// A program killed by SIGTERM (default action) leaves a complete,
@@ -88,10 +97,21 @@ fn sigterm_leaves_a_complete_profile() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = wait_with_limit(&mut child, Duration::from_secs(20), "SIGTERM");
-    assert_eq!(status.signal(), Some(libc::SIGTERM), "the default action still happens: {status}");
+    assert_eq!(
+        status.signal(),
+        Some(libc::SIGTERM),
+        "the default action still happens: {status}"
+    );
     let stacks = NamedStacks::of(&read_profile(&profile));
-    assert!(stacks.total() >= 400, "{} samples after ≥0.5 CPU-s at 1000 Hz", stacks.total());
-    assert!(stacks.cum("burn_a") > stacks.cum("burn_b"), "a real profile of spin");
+    assert!(
+        stacks.total() >= 400,
+        "{} samples after ≥0.5 CPU-s at 1000 Hz",
+        stacks.total()
+    );
+    assert!(
+        stacks.cum("burn_a") > stacks.cum("burn_b"),
+        "a real profile of spin"
+    );
 }
 
 /// The program's own SIGTERM handler (installed before ProfilerStart) still
@@ -116,13 +136,21 @@ fn sigterm_runs_the_programs_own_handler_after_writing() {
     wait_for_cpu_time(child.id(), 0.5);
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = wait_with_limit(&mut child, Duration::from_secs(20), "SIGTERM with a handler");
+    let status = wait_with_limit(
+        &mut child,
+        Duration::from_secs(20),
+        "SIGTERM with a handler",
+    );
     line.clear();
     stdout.read_line(&mut line).unwrap();
     assert_eq!(line.trim(), "own handler ran");
     assert_eq!(status.code(), Some(3), "the handler's _exit(3)");
     let stacks = NamedStacks::of(&read_profile(&profile));
-    assert!(stacks.cum("api_burn") >= 400, "{} samples of api_burn after ≥0.5 CPU-s at 1000 Hz", stacks.cum("api_burn"));
+    assert!(
+        stacks.cum("api_burn") >= 400,
+        "{} samples of api_burn after ≥0.5 CPU-s at 1000 Hz",
+        stacks.cum("api_burn")
+    );
 }
 
 /// fork with exit() in the child: the parent's file stays intact (libprofiler
@@ -135,11 +163,17 @@ fn fork_with_exit_in_child_keeps_the_parents_file() {
     let (_, cpu) = run_measured(preloaded(&spin, &profile, 500).args(["-s", "0.6", "-f"]));
     let files = files_starting_with(dir.path(), "fork.prof");
     assert_eq!(files.len(), 2, "{files:?}");
-    let child_file = files.iter().find(|f| f.starts_with("fork.prof_")).expect("the child's profile");
+    let child_file = files
+        .iter()
+        .find(|f| f.starts_with("fork.prof_"))
+        .expect("the child's profile");
     let parent = total_samples(&read_profile(&profile));
     let child = total_samples(&read_profile(&dir.path().join(child_file)));
     // Each process burns 0.6 CPU-s: ~300 samples each, not the sum.
     for (who, n) in [("parent", parent), ("child", child)] {
-        assert!((255..=345).contains(&n), "{who}: {n} samples (both used {cpu:.2} CPU-s)");
+        assert!(
+            (255..=345).contains(&n),
+            "{who}: {n} samples (both used {cpu:.2} CPU-s)"
+        );
     }
 }

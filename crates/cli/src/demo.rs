@@ -138,7 +138,7 @@ fn demo_hot(budget_ns: u64) -> u64 {
         let mut i = 0;
         while i < 20_000 {
             i += 1;
-            x = opaque(((x << 13) | (x >> 51)) ^ (x >> 7));
+            x = opaque(((x << 13) ^ (x >> 51)) ^ (x >> 7));
         }
     }
     x

@@ -16,9 +16,16 @@ pub use cpuprof_testkit::{build_spin, require_tool, TempDir};
 /// `libcpuprof.so` of this build (beside the test binary's `deps/`).
 pub fn agent_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe.parent().and_then(Path::parent).expect("target/<profile>/deps/<test>");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target/<profile>/deps/<test>");
     let lib = dir.join("libcpuprof.so");
-    assert!(lib.is_file(), "{} is missing: build the cpuprof cdylib", lib.display());
+    assert!(
+        lib.is_file(),
+        "{} is missing: build the cpuprof cdylib",
+        lib.display()
+    );
     lib
 }
 
@@ -29,11 +36,16 @@ pub fn include_dir() -> PathBuf {
 
 /// A C test program of `tests/c/`.
 pub fn c_source(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c").join(name)
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/c")
+        .join(name)
 }
 
 pub fn tempdir() -> TempDir {
-    tempfile::Builder::new().prefix("cpuprof-agent-").tempdir().expect("temporary directory")
+    tempfile::Builder::new()
+        .prefix("cpuprof-agent-")
+        .tempdir()
+        .expect("temporary directory")
 }
 
 /// Compiles `tests/c/NAME.c` into `dir/NAME` (no frame pointers, -O2 -g);
@@ -56,7 +68,11 @@ pub fn build_c(dir: &Path, name: &str, link_agent: bool) -> PathBuf {
             .arg("-lcpuprof");
     }
     let out = cmd.output().expect("cannot run gcc");
-    assert!(out.status.success(), "gcc {name}.c: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc {name}.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     output
 }
 
@@ -80,7 +96,9 @@ pub fn preloaded(program: &Path, profile: &Path, hz: u32) -> Command {
 
 /// Runs `cmd`, asserting success; returns its output.
 pub fn run_ok(cmd: &mut Command) -> Output {
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
     assert!(
         out.status.success(),
         "{cmd:?} failed ({}):\nstdout: {}\nstderr: {}",
@@ -106,8 +124,18 @@ pub fn run_measured(cmd: &mut Command) -> (Output, f64) {
         let mut child = child;
         let mut stdout = Vec::new();
         let mut stderr = Vec::new();
-        child.stdout.take().unwrap().read_to_end(&mut stdout).unwrap();
-        child.stderr.take().unwrap().read_to_end(&mut stderr).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_end(&mut stdout)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_end(&mut stderr)
+            .unwrap();
         let mut status = 0;
         // SAFETY: rusage is a plain struct; we reap our own child.
         let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
@@ -192,7 +220,11 @@ impl NamedStacks {
                     .unwrap_or(false);
                 (nm_symbols(&mapping.path), is_exec)
             });
-            let vaddr = if *is_exec { address } else { address - mapping.start + mapping.offset };
+            let vaddr = if *is_exec {
+                address
+            } else {
+                address - mapping.start + mapping.offset
+            };
             let i = table.partition_point(|(a, _)| *a <= vaddr);
             match i.checked_sub(1) {
                 Some(i) => table[i].1.clone(),
@@ -220,12 +252,20 @@ impl NamedStacks {
 
     /// Samples whose leaf is `name`.
     pub fn flat(&self, name: &str) -> i64 {
-        self.stacks.iter().filter(|s| s.0.first().is_some_and(|n| n == name)).map(|s| s.1).sum()
+        self.stacks
+            .iter()
+            .filter(|s| s.0.first().is_some_and(|n| n == name))
+            .map(|s| s.1)
+            .sum()
     }
 
     /// Samples with `name` anywhere in the stack.
     pub fn cum(&self, name: &str) -> i64 {
-        self.stacks.iter().filter(|s| s.0.iter().any(|n| n == name)).map(|s| s.1).sum()
+        self.stacks
+            .iter()
+            .filter(|s| s.0.iter().any(|n| n == name))
+            .map(|s| s.1)
+            .sum()
     }
 
     /// Leaf functions by flat count, heaviest first.
@@ -236,7 +276,8 @@ impl NamedStacks {
                 *flat.entry(leaf).or_default() += count;
             }
         }
-        let mut rows: Vec<(String, i64)> = flat.into_iter().map(|(n, c)| (n.to_string(), c)).collect();
+        let mut rows: Vec<(String, i64)> =
+            flat.into_iter().map(|(n, c)| (n.to_string(), c)).collect();
         rows.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
         rows
     }
