@@ -25,6 +25,7 @@ compile_error!("the cpuprof agent supports Linux on x86-64");
 pub mod capi;
 mod collector;
 pub mod config;
+mod exec;
 mod modules;
 mod profiler;
 pub mod signal_path;

@@ -71,6 +71,15 @@ pub(crate) struct Arming {
 /// The thread registry lock, with the arming of the running session.
 pub(crate) static THREADS: Mutex<Option<Arming>> = Mutex::new(None);
 
+/// The pid of the process that runs the session (a vfork child differs).
+static SESSION_PID: AtomicI32 = AtomicI32::new(0);
+
+/// The pid of the process that started (or, after fork, continued) the
+/// session.
+pub(crate) fn session_pid() -> i32 {
+    SESSION_PID.load(Ordering::Acquire)
+}
+
 /// The control thread's tid (0 when there is none); it is never sampled.
 static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
 /// Termination flush requests from signal handlers and their completions.
@@ -171,6 +180,8 @@ pub(crate) fn start(
 
     let period_ns = settings.period_ns();
     let me = gettid();
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     // Running before arming: the first signals must not be ignored.
     sampler.running.store(true, Ordering::Release);
     let armed = if settings.realtime {
@@ -790,6 +801,8 @@ extern "C" fn fork_child() {
     session.start_process_cpu_ns = process_cpu_ns();
     session.last_flush = Instant::now();
     let period_ns = session.settings.period_ns();
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     sampler.running.store(true, Ordering::Release);
     let rearmed = match session.clock {
         Trigger::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),

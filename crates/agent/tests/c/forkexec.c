@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
     for (int i = 0; i < 2; i++) {
         int status;
         waitpid(kids[i], &status, 0);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return 1;
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) { fprintf(stderr, "child %d status %#x\n", (int)kids[i], status); return 1; }
     }
     printf("%d %d\n", (int)kids[0], (int)kids[1]);
     return 0;

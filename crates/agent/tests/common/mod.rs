@@ -13,20 +13,23 @@ use cpuprof_profile::Profile;
 #[allow(unused_imports)]
 pub use cpuprof_testkit::{build_spin, require_tool, TempDir};
 
-/// `libcpuprof.so` of this build (beside the test binary's `deps/`).
+/// `libcpuprof.so` of this build: cargo test leaves it beside the test
+/// binary in `deps/` (only `cargo build` copies it up to `target/<profile>/`,
+/// where it may be stale).
 pub fn agent_lib() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
-    let dir = exe
-        .parent()
-        .and_then(Path::parent)
-        .expect("target/<profile>/deps/<test>");
-    let lib = dir.join("libcpuprof.so");
-    assert!(
-        lib.is_file(),
-        "{} is missing: build the cpuprof cdylib",
-        lib.display()
-    );
-    lib
+    let deps = exe.parent().expect("target/<profile>/deps");
+    let candidates = [
+        deps.join("libcpuprof.so"),
+        deps.parent().unwrap().join("libcpuprof.so"),
+    ];
+    let lib = candidates.iter().find(|p| p.is_file()).unwrap_or_else(|| {
+        panic!(
+            "libcpuprof.so is missing beside {}: build the cpuprof cdylib",
+            exe.display()
+        )
+    });
+    lib.clone()
 }
 
 /// The directory of our `gperftools/profiler.h`.
@@ -61,6 +64,7 @@ pub fn build_c(dir: &Path, name: &str, link_agent: bool) -> PathBuf {
         .arg(c_source(&format!("{name}.c")));
     if link_agent {
         let lib_dir = agent_lib().parent().unwrap().to_path_buf();
+        // -lcpuprof finds libcpuprof.so in lib_dir; the rpath finds it at run time.
         cmd.arg("-I")
             .arg(include_dir())
             .arg(format!("-L{}", lib_dir.display()))
