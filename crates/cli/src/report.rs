@@ -136,12 +136,7 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
-        loaded.push(load(
-            path,
-            &read_options,
-            &symbolize_options,
-            args.no_symbolize,
-        )?);
+        loaded.push(load(path, &read_options, &symbolize_options, args.no_symbolize)?);
     }
     let mut profile = sum(loaded)?;
     if let Some(base) = &args.base {
@@ -249,10 +244,7 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
                     .enumerate()
                     .map(|(i, t)| format!("{i}={}", t.kind))
                     .collect();
-                format!(
-                    "--sample_index={s}: the profile's sample types are {}",
-                    types.join(", ")
-                )
+                format!("--sample_index={s}: the profile's sample types are {}", types.join(", "))
             })?,
         }),
     };

@@ -73,9 +73,7 @@ impl Layout {
     #[inline]
     fn slot(self, data: &[u8], at: usize) -> u64 {
         match (self.width, self.endian) {
-            (Width::W64, Endian::Little) => {
-                u64::from_le_bytes(data[at..at + 8].try_into().unwrap())
-            }
+            (Width::W64, Endian::Little) => u64::from_le_bytes(data[at..at + 8].try_into().unwrap()),
             (Width::W64, Endian::Big) => u64::from_be_bytes(data[at..at + 8].try_into().unwrap()),
             (Width::W32, Endian::Little) => {
                 u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as u64
@@ -149,10 +147,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         let msg = if data.is_empty() {
             "empty file: expected a gperftools CPU profile header".to_string()
         } else if data.len() < 16 && data.iter().all(|&b| b == 0) {
-            format!(
-                "truncated header: {} bytes, expected at least 20",
-                data.len()
-            )
+            format!("truncated header: {} bytes, expected at least 20", data.len())
         } else {
             "expected a header starting with slots 0 and 3 (header count 0, header words 3)"
                 .to_string()
@@ -233,10 +228,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             ));
         }
         if count == 0 {
-            return Err(err(
-                pos,
-                "record with sample count 0: expected at least 1".into(),
-            ));
+            return Err(err(pos, "record with sample count 0: expected at least 1".into()));
         }
         let pcs = &data[pos + 2 * s..pos + (2 + n as usize) * s];
         if layout.slot(pcs, 0) == 0 {
@@ -407,11 +399,7 @@ pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write)
         layout.put(&mut buf, sample.locations.len() as u64);
         for (i, &loc) in sample.locations.iter().enumerate() {
             let address = profile.location(loc).address;
-            let pc = if i == 0 {
-                address
-            } else {
-                address.wrapping_add(1)
-            };
+            let pc = if i == 0 { address } else { address.wrapping_add(1) };
             if pc == 0 && i == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -463,16 +451,9 @@ fn period_micros(profile: &Profile) -> u64 {
 
 /// Formats a mapping as a `/proc/self/maps` line.
 pub fn format_maps_line(m: &Mapping) -> String {
-    let perms = if m.perms.len() == 4 {
-        m.perms.as_str()
-    } else {
-        "r-xp"
-    };
+    let perms = if m.perms.len() == 4 { m.perms.as_str() } else { "r-xp" };
     if m.path.is_empty() {
-        format!(
-            "{:08x}-{:08x} {perms} {:08x} 00:00 0",
-            m.start, m.limit, m.offset
-        )
+        format!("{:08x}-{:08x} {perms} {:08x} 00:00 0", m.start, m.limit, m.offset)
     } else {
         format!(
             "{:08x}-{:08x} {perms} {:08x} 00:00 0          {}",
@@ -509,9 +490,7 @@ mod tests {
 
     #[test]
     fn sums_identical_records() {
-        let data = slots64(&[
-            0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0,
-        ]);
+        let data = slots64(&[0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0]);
         let p = read(&data).unwrap();
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.samples[0].values[0], 5);
@@ -544,13 +523,9 @@ mod tests {
 
     #[test]
     fn maps_lines_with_and_without_path_and_deleted() {
-        let m =
-            parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
-                .unwrap();
-        assert_eq!(
-            (m.start, m.limit, m.offset),
-            (0x40000000, 0x40015000, 0x1000)
-        );
+        let m = parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
+            .unwrap();
+        assert_eq!((m.start, m.limit, m.offset), (0x40000000, 0x40015000, 0x1000));
         assert_eq!(m.path, "/lib/ld-2.3.2.so");
         let m = parse_maps_line("7f00-7f10 rw-p 00000000 00:00 0").unwrap();
         assert_eq!(m.path, "");

@@ -366,11 +366,7 @@ impl Profile {
                     s.values.len()
                 ));
             }
-            if let Some(l) = s
-                .locations
-                .iter()
-                .find(|l| l.index() >= self.locations.len())
-            {
+            if let Some(l) = s.locations.iter().find(|l| l.index() >= self.locations.len()) {
                 return Err(format!("sample {i} refers to missing location {}", l.0));
             }
         }
@@ -380,11 +376,7 @@ impl Profile {
                     return Err(format!("location {i} refers to missing mapping {}", m.0));
                 }
             }
-            if let Some(l) = loc
-                .lines
-                .iter()
-                .find(|l| l.function.index() >= self.functions.len())
-            {
+            if let Some(l) = loc.lines.iter().find(|l| l.function.index() >= self.functions.len()) {
                 return Err(format!(
                     "location {i} refers to missing function {}",
                     l.function.0

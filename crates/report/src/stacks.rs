@@ -130,8 +130,7 @@ impl Stacks {
             // A leaf duplicated by the unwinder (once from the signal context,
             // once, adjusted by -1, from the stack) is one frame.
             if kept.len() >= 2
-                && profile.location(kept[1]).address.wrapping_add(1)
-                    == profile.location(kept[0]).address
+                && profile.location(kept[1]).address.wrapping_add(1) == profile.location(kept[0]).address
             {
                 kept.remove(1);
             }

@@ -82,12 +82,7 @@ pub fn percent_base(graph: &Graph) -> i64 {
 }
 
 /// Writes the text report.
-pub fn write(
-    out: &mut dyn Write,
-    stacks: &Stacks,
-    graph: &Graph,
-    options: &Options,
-) -> io::Result<()> {
+pub fn write(out: &mut dyn Write, stacks: &Stacks, graph: &Graph, options: &Options) -> io::Result<()> {
     let total = percent_base(graph);
     if stacks.grand_total != 0 {
         writeln!(out, "Total: {} {}", stacks.grand_total, unit_word(stacks))?;
