@@ -3,6 +3,7 @@
 
 mod convert;
 mod demo;
+mod graph_output;
 mod record;
 mod report;
 
@@ -19,7 +20,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Analyse profiles: text, graphs, flame graphs, listings, ...
-    Report(report::Args),
+    Report(Box<report::Args>),
     /// Run a command under the profiler and print the top of its report.
     Record(record::Args),
     /// Profile a built-in workload and print its report.
@@ -31,7 +32,7 @@ enum Command {
 fn main() {
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Report(args) => report::run(args),
+        Command::Report(args) => report::run(*args),
         Command::Record(args) => record::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Convert(args) => convert::run(args),

@@ -9,7 +9,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{Profile, ReadOptions, Target};
+use cpuprof_report::callgraph::CallGraph;
+use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
+
+use crate::graph_output::{self, GraphFormat, GraphRequest, LayoutEngine, Viewer};
 use regex::Regex;
 
 /// Arguments of `cpuprof report`.
@@ -22,7 +26,10 @@ everything else is read as a profile. Several profiles are summed.
 Examples:
   cpuprof report --text ./prog prog.prof
   cpuprof report --lines --focus='^burn' --nodecount=20 ./prog prog.prof
-  cpuprof report --text --base=before.prof ./prog after.prof")]
+  cpuprof report --text --base=before.prof ./prog after.prof
+  cpuprof report --svg -o graph.svg ./prog prog.prof
+  cpuprof report --dot --nodecount=20 --focus=Mutex ./prog prog.prof | dot -Tpng > graph.png
+  cpuprof report --web ./prog prog.prof")]
 pub struct Args {
     #[command(flatten)]
     pub output: OutputArgs,
@@ -75,6 +82,9 @@ pub struct Args {
     /// Also look for separate debug files under DIR (default /usr/lib/debug).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dirs: Vec<PathBuf>,
+    /// Call graphs: who lays out --svg and --web (default: dot when installed, else builtin).
+    #[arg(long, value_enum, value_name = "ENGINE")]
+    pub layout: Option<LayoutEngine>,
     /// Write the report to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
@@ -91,6 +101,102 @@ pub struct OutputArgs {
     /// One line per node: flat, flat%, sum%, cum, cum%, name (the default).
     #[arg(long)]
     pub text: bool,
+    /// Call graph in Graphviz DOT.
+    #[arg(long)]
+    pub dot: bool,
+    /// Call graph in SVG (built-in layout, or dot when installed: see --layout).
+    #[arg(long)]
+    pub svg: bool,
+    /// Call graph in PostScript (needs dot).
+    #[arg(long)]
+    pub ps: bool,
+    /// Call graph in PDF (needs dot).
+    #[arg(long)]
+    pub pdf: bool,
+    /// Call graph in GIF (needs dot).
+    #[arg(long)]
+    pub gif: bool,
+    /// Call graph in PNG (needs dot).
+    #[arg(long)]
+    pub png: bool,
+    /// Call graph in PostScript, shown with gv (needs dot).
+    #[arg(long)]
+    pub gv: bool,
+    /// Call graph in PDF, shown with evince (needs dot).
+    #[arg(long)]
+    pub evince: bool,
+    /// Call graph in SVG, shown in $BROWSER (else xdg-open).
+    #[arg(long)]
+    pub web: bool,
+    /// Flame graph: a self-contained interactive HTML page (zoom, search,
+    /// tooltips), or a static SVG with `--flame=svg`. With --base, widths
+    /// are the profile's and colours the change (red grew, blue shrank).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub flame: Option<FlameFormat>,
+    /// Icicle graph: the flame graph with the root on top (`--icicle=svg`
+    /// for a static SVG).
+    #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
+    pub icicle: Option<FlameFormat>,
+}
+
+/// The one output of a run; each output is one variant, dispatched in
+/// [`render`].
+enum Output {
+    Text,
+    Flame(FlameOptions),
+    Graph(GraphRequest),
+}
+
+impl OutputArgs {
+    /// The output asked for (`--text` when none is).
+    fn output(&self, layout: Option<LayoutEngine>, file: Option<PathBuf>) -> Output {
+        if let Some(request) = self.graph(layout, file) {
+            return Output::Graph(request);
+        }
+        let flame = |format, orientation| {
+            Output::Flame(FlameOptions {
+                format,
+                orientation,
+                ..FlameOptions::default()
+            })
+        };
+        match (self.flame, self.icicle) {
+            (Some(format), _) => flame(format, FlameOrientation::Flame),
+            (None, Some(format)) => flame(format, FlameOrientation::Icicle),
+            (None, None) => Output::Text,
+        }
+    }
+
+    /// The call-graph output asked for, if any.
+    fn graph(&self, layout: Option<LayoutEngine>, output: Option<PathBuf>) -> Option<GraphRequest> {
+        let (format, viewer) = if self.dot {
+            (GraphFormat::Dot, None)
+        } else if self.svg {
+            (GraphFormat::Svg, None)
+        } else if self.ps {
+            (GraphFormat::Ps, None)
+        } else if self.pdf {
+            (GraphFormat::Pdf, None)
+        } else if self.gif {
+            (GraphFormat::Gif, None)
+        } else if self.png {
+            (GraphFormat::Png, None)
+        } else if self.gv {
+            (GraphFormat::Ps, Some(Viewer::Gv))
+        } else if self.evince {
+            (GraphFormat::Pdf, Some(Viewer::Evince))
+        } else if self.web {
+            (GraphFormat::Svg, Some(Viewer::Web))
+        } else {
+            return None;
+        };
+        Some(GraphRequest {
+            format,
+            viewer,
+            layout,
+            output,
+        })
+    }
 }
 
 /// Node granularity (one at a time; `--functions` by default).
@@ -136,23 +242,112 @@ pub fn run(args: Args) -> Result<i32> {
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
-        loaded.push(load(path, &read_options, &symbolize_options, args.no_symbolize)?);
+        loaded.push(load(
+            path,
+            &read_options,
+            &symbolize_options,
+            args.no_symbolize,
+        )?);
     }
     let mut profile = sum(loaded)?;
-    if let Some(base) = &args.base {
-        let mut base = load(base, &read_options, &symbolize_options, args.no_symbolize)?;
-        base.scale(-1);
-        profile = sum(vec![profile, base]).context("--base")?;
+    let output = args.output.output(args.layout, args.output_file.clone());
+    let mut base = None;
+    if let Some(path) = &args.base {
+        let mut loaded = load(path, &read_options, &symbolize_options, args.no_symbolize)?;
+        if matches!(output, Output::Flame(_)) {
+            // Flame graph widths cannot be negative: the base colours them.
+            base = Some(loaded);
+        } else {
+            loaded.scale(-1);
+            profile = sum(vec![profile, loaded]).context("--base")?;
+        }
     }
 
     let options = report_options(&args, &profile)?;
     let stacks = Stacks::build(&profile, &options);
-    let graph = Graph::build(&stacks, false);
-
-    let mut out = output(args.output_file.as_deref())?;
-    text::write(&mut out, &stacks, &graph, &options)?;
-    out.flush()?;
+    let base_stacks = base.as_ref().map(|b| Stacks::build(b, &options));
+    let context = RenderContext {
+        args: &args,
+        options: &options,
+        binaries: &binaries,
+        profile: &profile,
+    };
+    render(&output, &context, &stacks, base_stacks.as_ref())?;
+    // The process ends here: freeing hundreds of thousands of samples one
+    // by one would only add time.
+    std::mem::forget(stacks);
+    std::mem::forget(profile);
     Ok(0)
+}
+
+/// What outputs may need besides the stacks.
+struct RenderContext<'a> {
+    args: &'a Args,
+    options: &'a Options,
+    binaries: &'a [PathBuf],
+    profile: &'a Profile,
+}
+
+/// Writes `output` of `stacks`: the one dispatch point of outputs.
+fn render(
+    output: &Output,
+    cx: &RenderContext,
+    stacks: &Stacks,
+    base: Option<&Stacks>,
+) -> Result<()> {
+    match output {
+        Output::Text => {
+            let graph = Graph::build(stacks, false);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            text::write(&mut out, stacks, &graph, cx.options)?;
+            out.flush()?;
+            std::mem::forget(graph);
+        }
+        Output::Flame(flame_options) => {
+            let title: Vec<String> = cx
+                .args
+                .inputs
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            let input = flame::input_from_stacks(&title.join(" "), stacks, base);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            flame::write_flame(&input, flame_options, &mut out)?;
+            out.flush()?;
+        }
+        Output::Graph(request) => {
+            let graph = Graph::build(stacks, true);
+            let program = program_name(cx.binaries, cx.profile);
+            let call_graph = CallGraph::build(&program, stacks, &graph, cx.options)?;
+            if call_graph.node_limit > 0 || call_graph.edge_limit > 0 {
+                // As pprof says it.
+                eprintln!(
+                    "Dropping nodes with <= {} {unit}; edges with <= {} abs({unit})",
+                    call_graph.node_limit,
+                    call_graph.edge_limit,
+                    unit = call_graph.unit
+                );
+            }
+            graph_output::write(&call_graph, request)?;
+        }
+    }
+    Ok(())
+}
+
+/// The program named in a call graph's legend: the first binary as given,
+/// else the first mapped file of the profile (the main executable).
+fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
+    binaries
+        .first()
+        .map(|path| path.display().to_string())
+        .or_else(|| {
+            profile
+                .mappings
+                .iter()
+                .find(|m| !m.path.is_empty())
+                .map(|m| m.path.clone())
+        })
+        .unwrap_or_else(|| "(unknown program)".to_string())
 }
 
 /// Splits the inputs into ELF binaries and profiles, by content.
@@ -244,7 +439,10 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
                     .enumerate()
                     .map(|(i, t)| format!("{i}={}", t.kind))
                     .collect();
-                format!("--sample_index={s}: the profile's sample types are {}", types.join(", "))
+                format!(
+                    "--sample_index={s}: the profile's sample types are {}",
+                    types.join(", ")
+                )
             })?,
         }),
     };
@@ -266,7 +464,7 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
 }
 
 /// Standard output (buffered) or the file named by `-o`.
-fn output(path: Option<&Path>) -> Result<Box<dyn Write>> {
+fn output_file(path: Option<&Path>) -> Result<Box<dyn Write>> {
     Ok(match path {
         Some(path) => Box::new(BufWriter::new(
             File::create(path).with_context(|| format!("{}: cannot create", path.display()))?,

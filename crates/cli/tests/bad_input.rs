@@ -28,7 +28,10 @@ fn report(args: &[&Path]) -> Output {
     // A hang is a failure: give it ten seconds.
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while child.try_wait().unwrap().is_none() {
-        assert!(std::time::Instant::now() < deadline, "cpuprof hangs on {args:?}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "cpuprof hangs on {args:?}"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     child.wait_with_output().unwrap()
@@ -42,12 +45,30 @@ fn assert_rejected(name: &str, data: &[u8], offset: u64, expected: &str) {
     std::fs::write(&path, data).unwrap();
     let out = report(&[&path]);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(1), "{name}: status {:?}, stderr {stderr}", out.status);
-    assert!(out.stdout.is_empty(), "{name}: partial output {:?}", String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{name}: status {:?}, stderr {stderr}",
+        out.status
+    );
+    assert!(
+        out.stdout.is_empty(),
+        "{name}: partial output {:?}",
+        String::from_utf8_lossy(&out.stdout)
+    );
     assert_eq!(stderr.lines().count(), 1, "{name}: not one line: {stderr}");
-    assert!(stderr.contains(&path.display().to_string()), "{name}: no file name: {stderr}");
-    assert!(stderr.contains(&format!("offset {offset}:")), "{name}: wrong offset: {stderr}");
-    assert!(stderr.contains(expected), "{name}: expected {expected:?} in {stderr}");
+    assert!(
+        stderr.contains(&path.display().to_string()),
+        "{name}: no file name: {stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("offset {offset}:")),
+        "{name}: wrong offset: {stderr}"
+    );
+    assert!(
+        stderr.contains(expected),
+        "{name}: expected {expected:?} in {stderr}"
+    );
     assert!(!stderr.contains("panicked"), "{name}: {stderr}");
 }
 
@@ -107,7 +128,9 @@ fn binary_garbage_in_the_maps_text() {
     let mut s = header();
     s.extend_from_slice(&[1, 1, 0x1000, 0, 1, 0]);
     let mut data = slots(&s);
-    data.extend_from_slice(b"00400000-00401000 r-xp 00000000 00:00 0 /bin/true\n\x01\x02\xff\x00garbage");
+    data.extend_from_slice(
+        b"00400000-00401000 r-xp 00000000 00:00 0 /bin/true\n\x01\x02\xff\x00garbage",
+    );
     // 40 header + 24 record + 24 trailer bytes, then a 50-byte line.
     assert_rejected("garbage.prof", &data, 88 + 50, "mapped objects");
 }
@@ -125,7 +148,10 @@ fn missing_binary_is_a_warning_and_addresses_print() {
     assert_eq!(out.status.code(), Some(0));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("warning") && stderr.contains("/nonexistent/prog"), "{stderr}");
+    assert!(
+        stderr.contains("warning") && stderr.contains("/nonexistent/prog"),
+        "{stderr}"
+    );
     assert_eq!(
         stdout,
         "Total: 3 samples\n       3 100.0% 100.0%        3 100.0% 0x0000000000400123\n"

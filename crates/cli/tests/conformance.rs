@@ -65,13 +65,18 @@ impl Aliases {
                 if dynamic {
                     cmd.arg("-D");
                 }
-                let Ok(out) = cmd.arg(file).output() else { continue };
+                let Ok(out) = cmd.arg(file).output() else {
+                    continue;
+                };
                 for line in String::from_utf8_lossy(&out.stdout).lines() {
                     let mut f = line.splitn(3, ' ');
-                    let (Some(addr), Some(_kind), Some(name)) = (f.next(), f.next(), f.next()) else {
+                    let (Some(addr), Some(_kind), Some(name)) = (f.next(), f.next(), f.next())
+                    else {
                         continue;
                     };
-                    let Ok(addr) = u64::from_str_radix(addr, 16) else { continue };
+                    let Ok(addr) = u64::from_str_radix(addr, 16) else {
+                        continue;
+                    };
                     let name = name.split('@').next().unwrap_or(name).to_string();
                     aliases.places.entry(name).or_default().insert((i, addr));
                 }
@@ -102,7 +107,11 @@ fn build_id_debug_file(path: &Path) -> Option<PathBuf> {
         .find_map(|l| l.trim().strip_prefix("Build ID: "))?
         .trim()
         .to_string();
-    let debug = PathBuf::from(format!("/usr/lib/debug/.build-id/{}/{}.debug", &id[..2], &id[2..]));
+    let debug = PathBuf::from(format!(
+        "/usr/lib/debug/.build-id/{}/{}.debug",
+        &id[..2],
+        &id[2..]
+    ));
     debug.exists().then_some(debug)
 }
 
@@ -157,7 +166,12 @@ fn assert_conforms(ours_full: &str, theirs: &str, aliases: &Aliases, what: &str)
         let found = ours
             .row(name)
             .or_else(|| ours.rows.iter().find(|r| aliases.same(&r.name, name)));
-        if found.is_none() && all_ours.rows.iter().any(|r| perl_short_name(&r.name) == name) {
+        if found.is_none()
+            && all_ours
+                .rows
+                .iter()
+                .any(|r| perl_short_name(&r.name) == name)
+        {
             continue; // several of our functions have this perl name
         }
         match found {
@@ -190,7 +204,10 @@ fn google_pprof(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
 
 fn ours(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
     let mut cmd = cpuprof();
-    cmd.args(["report", "--text"]).args(args).arg(binary).args(profiles);
+    cmd.args(["report", "--text"])
+        .args(args)
+        .arg(binary)
+        .args(profiles);
     run_stdout(&mut cmd)
 }
 
@@ -201,7 +218,8 @@ fn ours_full(args: &[&str], binary: &Path, profiles: &[&Path]) -> String {
 }
 
 struct Case {
-    dir: TempDir,
+    /// Holds the files until the test ends.
+    _dir: TempDir,
     binary: PathBuf,
     profile: PathBuf,
 }
@@ -222,7 +240,7 @@ fn spin_case(flags: &[&str], args: &[&str]) -> Option<Case> {
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     profile_with_libprofiler(&lib, &binary, &args, &profile, 1000);
     Some(Case {
-        dir,
+        _dir: dir,
         binary,
         profile,
     })
@@ -237,7 +255,9 @@ fn check(case: &Case, args: &[&str], what: &str) -> usize {
 
 #[test]
 fn spin_without_frame_pointers_one_thread() {
-    let Some(case) = spin_case(&[], &["-s", "1"]) else { return };
+    let Some(case) = spin_case(&[], &["-s", "1"]) else {
+        return;
+    };
     let n = check(&case, &[], "spin -O2 (no frame pointers)");
     assert!(n >= 8, "only {n} rows compared");
 }
@@ -258,33 +278,52 @@ fn spin_with_dlopened_library() {
     };
     let n = check(&case, &[], "spin -l libhot.so");
     let ours = TextReport::parse(&ours(&[], &case.binary, &[&case.profile]));
-    assert!(ours.row("lib_inner").is_some_and(|r| r.flat > 0), "lib_inner missing");
+    assert!(
+        ours.row("lib_inner").is_some_and(|r| r.flat > 0),
+        "lib_inner missing"
+    );
     assert!(n >= 8, "only {n} rows compared");
 }
 
 #[test]
 fn spin_non_pie() {
-    let Some(case) = spin_case(&["-no-pie"], &["-s", "0.6"]) else { return };
+    let Some(case) = spin_case(&["-no-pie"], &["-s", "0.6"]) else {
+        return;
+    };
     check(&case, &[], "spin -no-pie");
 }
 
 #[test]
 fn focus_ignore_and_nodecount_agree() {
-    let Some(case) = spin_case(&[], &["-s", "0.8", "-t", "2"]) else { return };
+    let Some(case) = spin_case(&[], &["-s", "0.8", "-t", "2"]) else {
+        return;
+    };
     check(&case, &["--focus=burn_b"], "--focus=burn_b");
     check(&case, &["--ignore=recurse"], "--ignore=recurse");
-    check(&case, &["--focus=work", "--ignore=burn_c"], "--focus=work --ignore=burn_c");
+    check(
+        &case,
+        &["--focus=work", "--ignore=burn_c"],
+        "--focus=work --ignore=burn_c",
+    );
 }
 
 #[test]
 fn lines_granularity_agrees_on_the_workload_lines() {
-    let Some(case) = spin_case(&[], &["-s", "0.8"]) else { return };
+    let Some(case) = spin_case(&[], &["-s", "0.8"]) else {
+        return;
+    };
     let theirs = TextReport::parse(&google_pprof(&["--lines"], &case.binary, &[&case.profile]));
     let ours = TextReport::parse(&ours(&["--lines"], &case.binary, &[&case.profile]));
     assert_eq!(ours.total, theirs.total);
     let mut compared = 0;
-    for row in theirs.rows.iter().filter(|r| r.name.contains("spin.c:") && !r.name.contains("(inline)")) {
-        let r = ours.row(&row.name).unwrap_or_else(|| panic!("missing line row {}", row.name));
+    for row in theirs
+        .rows
+        .iter()
+        .filter(|r| r.name.contains("spin.c:") && !r.name.contains("(inline)"))
+    {
+        let r = ours
+            .row(&row.name)
+            .unwrap_or_else(|| panic!("missing line row {}", row.name));
         assert_eq!((r.flat, r.cum), (row.flat, row.cum), "{}", row.name);
         compared += 1;
     }
@@ -335,17 +374,29 @@ fn cxx_names() {
     }
     let Some(lib) = libprofiler() else { return };
     let dir = TempDir::new().unwrap();
-    let binary = compile("g++", &[&workload("cxx.cc")], &dir.path().join("cxx"), &["-O2", "-g"]);
+    let binary = compile(
+        "g++",
+        &[&workload("cxx.cc")],
+        &dir.path().join("cxx"),
+        &["-O2", "-g"],
+    );
     let profile = dir.path().join("cxx.prof");
     profile_with_libprofiler(&lib, &binary, &["1"], &profile, 1000);
     let case = Case {
-        dir,
+        _dir: dir,
         binary,
         profile,
     };
     check(&case, &[], "C++ workload");
     let ours = TextReport::parse(&ours(&[], &case.binary, &[&case.profile]));
-    for name in ["shapes::Accumulator::add_all", "shapes::Point::norm2", "(anonymous namespace)::hash_strings"] {
-        assert!(ours.row(name).is_some_and(|r| r.flat > 0), "{name} missing:\n{ours:?}");
+    for name in [
+        "shapes::Accumulator::add_all",
+        "shapes::Point::norm2",
+        "(anonymous namespace)::hash_strings",
+    ] {
+        assert!(
+            ours.row(name).is_some_and(|r| r.flat > 0),
+            "{name} missing:\n{ours:?}"
+        );
     }
 }

@@ -27,7 +27,11 @@ impl ParseError {
 
 impl fmt::Display for ParseError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: offset {}: {}", self.format, self.offset, self.message)
+        write!(
+            f,
+            "{}: offset {}: {}",
+            self.format, self.offset, self.message
+        )
     }
 }
 

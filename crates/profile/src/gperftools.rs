@@ -12,10 +12,13 @@
 
 use std::io::{self, Write};
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::error::ParseError;
-use crate::model::{cpu_sample_types, LocationId, Mapping, Profile, ProfileBuilder, ValueType};
+use crate::model::{
+    cpu_sample_types, LocationId, Mapping, Profile, ProfileBuilder, Sample, ValueType,
+};
 
 const FORMAT: &str = "gperftools CPU profile";
 
@@ -73,7 +76,9 @@ impl Layout {
     #[inline]
     fn slot(self, data: &[u8], at: usize) -> u64 {
         match (self.width, self.endian) {
-            (Width::W64, Endian::Little) => u64::from_le_bytes(data[at..at + 8].try_into().unwrap()),
+            (Width::W64, Endian::Little) => {
+                u64::from_le_bytes(data[at..at + 8].try_into().unwrap())
+            }
             (Width::W64, Endian::Big) => u64::from_be_bytes(data[at..at + 8].try_into().unwrap()),
             (Width::W32, Endian::Little) => {
                 u32::from_le_bytes(data[at..at + 4].try_into().unwrap()) as u64
@@ -134,10 +139,197 @@ pub fn sniff(data: &[u8]) -> bool {
     detect(data).is_some()
 }
 
-/// One record as found in the file, before symbolization.
-struct RawStacks<'a> {
-    /// Distinct stacks, each the bytes of its PC slots, with summed counts.
-    stacks: Vec<(&'a [u8], u64)>,
+/// A record found in the file: where its PCs start, how many, its count.
+#[derive(Clone, Copy)]
+struct RecordRef {
+    pcs: usize,
+    n: u32,
+    count: u64,
+}
+
+/// A distinct stack: its PC bytes, their hash and the summed count.
+#[derive(Clone, Copy)]
+struct DistinctStack<'a> {
+    pcs: &'a [u8],
+    hash: u64,
+    count: u64,
+}
+
+/// A hash-map key whose hash was computed beforehand (in parallel).
+#[derive(Clone, Copy)]
+struct Hashed<'a>(u64, &'a [u8]);
+
+impl PartialEq for Hashed<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0 && self.1 == other.1
+    }
+}
+impl Eq for Hashed<'_> {}
+impl std::hash::Hash for Hashed<'_> {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0);
+    }
+}
+
+/// Passes a precomputed hash through.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl std::hash::Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ b as u64;
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = v;
+    }
+}
+
+type PassThroughMap<K, V> =
+    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<PassThrough>>;
+
+/// Contiguous chunks of `n` items for the worker threads, in order.
+fn chunks(n: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = if n < 4096 {
+        1
+    } else {
+        rayon::current_num_threads().max(1) * 4
+    };
+    let size = n.div_ceil(parts).max(1);
+    (0..n).step_by(size).map(|a| a..(a + size).min(n)).collect()
+}
+
+/// Sums records with identical stacks, keeping the order of first
+/// appearance. Hashing and chunk-local merging run in parallel.
+fn distinct_stacks<'a>(
+    data: &'a [u8],
+    layout: Layout,
+    records: &[RecordRef],
+) -> Vec<DistinctStack<'a>> {
+    let s = layout.slot_size();
+    let per_chunk: Vec<Vec<DistinctStack<'a>>> = chunks(records.len())
+        .into_par_iter()
+        .map(|range| {
+            let mut index: PassThroughMap<Hashed<'a>, usize> = PassThroughMap::default();
+            let mut out: Vec<DistinctStack<'a>> = Vec::new();
+            for r in &records[range] {
+                let pcs = &data[r.pcs..r.pcs + r.n as usize * s];
+                let mut h = rustc_hash::FxHasher::default();
+                std::hash::Hasher::write(&mut h, pcs);
+                let hash = std::hash::Hasher::finish(&h);
+                match index.entry(Hashed(hash, pcs)) {
+                    std::collections::hash_map::Entry::Occupied(e) => {
+                        let d = &mut out[*e.get()];
+                        d.count = d.count.saturating_add(r.count);
+                    }
+                    std::collections::hash_map::Entry::Vacant(e) => {
+                        e.insert(out.len());
+                        out.push(DistinctStack {
+                            pcs,
+                            hash,
+                            count: r.count,
+                        });
+                    }
+                }
+            }
+            out
+        })
+        .collect();
+    if per_chunk.len() == 1 {
+        return per_chunk.into_iter().next().unwrap_or_default();
+    }
+    let mut index: PassThroughMap<Hashed<'a>, usize> = PassThroughMap::default();
+    let mut all: Vec<DistinctStack<'a>> = Vec::new();
+    for d in per_chunk.into_iter().flatten() {
+        match index.entry(Hashed(d.hash, d.pcs)) {
+            std::collections::hash_map::Entry::Occupied(e) => {
+                let x = &mut all[*e.get()];
+                x.count = x.count.saturating_add(d.count);
+            }
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(all.len());
+                all.push(d);
+            }
+        }
+    }
+    all
+}
+
+/// The distinct (caller-adjusted) addresses in order of first appearance,
+/// and each stack as location ids (indexes into that order) with its count.
+/// Each chunk interns its addresses locally in parallel; the chunks are
+/// then joined in order, which gives the sequential first-appearance order.
+#[allow(clippy::type_complexity)]
+fn intern_locations(
+    layout: Layout,
+    stacks: &[DistinctStack<'_>],
+) -> (Vec<u64>, Vec<(Vec<LocationId>, u64)>) {
+    let s = layout.slot_size();
+    struct Local {
+        addresses: Vec<u64>,
+        stacks: Vec<(Vec<LocationId>, u64)>,
+    }
+    let ranges = chunks(stacks.len());
+    let locals: Vec<Local> = ranges
+        .into_par_iter()
+        .map(|range| {
+            let mut ids: FxHashMap<u64, LocationId> = FxHashMap::default();
+            let mut local = Local {
+                addresses: Vec::new(),
+                stacks: Vec::with_capacity(range.len()),
+            };
+            for d in &stacks[range] {
+                let n = d.pcs.len() / s;
+                let mut locations = Vec::with_capacity(n);
+                for i in 0..n {
+                    let pc = layout.slot(d.pcs, i * s);
+                    let address = if i == 0 { pc } else { pc.wrapping_sub(1) };
+                    let next = LocationId::from_index(local.addresses.len());
+                    let id = *ids.entry(address).or_insert_with(|| {
+                        local.addresses.push(address);
+                        next
+                    });
+                    locations.push(id);
+                }
+                local.stacks.push((locations, d.count));
+            }
+            local
+        })
+        .collect();
+    let mut global: FxHashMap<u64, LocationId> = FxHashMap::default();
+    let mut addresses: Vec<u64> = Vec::new();
+    let remaps: Vec<Vec<LocationId>> = locals
+        .iter()
+        .map(|local| {
+            local
+                .addresses
+                .iter()
+                .map(|&a| {
+                    *global.entry(a).or_insert_with(|| {
+                        addresses.push(a);
+                        LocationId::from_index(addresses.len() - 1)
+                    })
+                })
+                .collect()
+        })
+        .collect();
+    let samples = locals
+        .into_par_iter()
+        .zip(remaps)
+        .flat_map_iter(|(local, remap)| {
+            local.stacks.into_iter().map(move |(mut locations, count)| {
+                for l in &mut locations {
+                    *l = remap[l.index()];
+                }
+                (locations, count)
+            })
+        })
+        .collect();
+    (addresses, samples)
 }
 
 /// Reads a gperftools CPU profile. Records with identical stacks are
@@ -147,7 +339,10 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         let msg = if data.is_empty() {
             "empty file: expected a gperftools CPU profile header".to_string()
         } else if data.len() < 16 && data.iter().all(|&b| b == 0) {
-            format!("truncated header: {} bytes, expected at least 20", data.len())
+            format!(
+                "truncated header: {} bytes, expected at least 20",
+                data.len()
+            )
         } else {
             "expected a header starting with slots 0 and 3 (header count 0, header words 3)"
                 .to_string()
@@ -192,10 +387,10 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     let records_start = (2 + header_words as usize) * s;
     need(records_start - s, "the end of the header")?;
 
-    // Records, until the trailer (0, 1, 0).
+    // Records, until the trailer (0, 1, 0): a sequential pass that only
+    // finds and checks the records; the PCs are read in parallel below.
     let mut pos = records_start;
-    let mut index: FxHashMap<&[u8], usize> = FxHashMap::default();
-    let mut raw = RawStacks { stacks: Vec::new() };
+    let mut records: Vec<RecordRef> = Vec::new();
     loop {
         if pos + s > data.len() {
             return Err(err(
@@ -228,25 +423,24 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             ));
         }
         if count == 0 {
-            return Err(err(pos, "record with sample count 0: expected at least 1".into()));
+            return Err(err(
+                pos,
+                "record with sample count 0: expected at least 1".into(),
+            ));
         }
-        let pcs = &data[pos + 2 * s..pos + (2 + n as usize) * s];
-        if layout.slot(pcs, 0) == 0 {
+        if layout.slot(data, pos + 2 * s) == 0 {
             return Err(err(
                 pos + 2 * s,
                 "record whose leaf PC is 0: expected a code address".into(),
             ));
         }
-        match index.get(pcs) {
-            Some(&i) => raw.stacks[i].1 = raw.stacks[i].1.saturating_add(count),
-            None => {
-                index.insert(pcs, raw.stacks.len());
-                raw.stacks.push((pcs, count));
-            }
-        }
+        records.push(RecordRef {
+            pcs: pos + 2 * s,
+            n: n as u32,
+            count,
+        });
         pos += (2 + n as usize) * s;
     }
-    drop(index);
 
     let mut builder = ProfileBuilder::new(cpu_sample_types());
     builder.profile.mappings = parse_mapped_objects(data, pos)?;
@@ -255,19 +449,22 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     builder.profile.period_type = ValueType::new("cpu", "nanoseconds");
     builder.profile.period = period_ns;
     builder.profile.default_sample_type = "samples".into();
-    for (pcs, count) in raw.stacks {
-        let n = pcs.len() / s;
-        let mut locations: Vec<LocationId> = Vec::with_capacity(n);
-        for i in 0..n {
-            let pc = layout.slot(pcs, i * s);
-            let address = if i == 0 { pc } else { pc.wrapping_sub(1) };
-            locations.push(builder.location_at(address));
-        }
-        let count = count.min(i64::MAX as u64) as i64;
-        builder.add_sample(locations, vec![count, count.saturating_mul(period_ns)]);
+    let stacks = distinct_stacks(data, layout, &records);
+    let (addresses, samples) = intern_locations(layout, &stacks);
+    for address in addresses {
+        builder.location_at(address);
     }
-    // Distinct raw stacks stay distinct after the caller adjustment, so
-    // there is nothing left to merge.
+    builder.profile.samples = samples
+        .into_iter()
+        .map(|(locations, count)| {
+            let count = count.min(i64::MAX as u64) as i64;
+            Sample {
+                locations,
+                values: vec![count, count.saturating_mul(period_ns)],
+                labels: Vec::new(),
+            }
+        })
+        .collect();
     Ok(builder.profile)
 }
 
@@ -399,7 +596,11 @@ pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write)
         layout.put(&mut buf, sample.locations.len() as u64);
         for (i, &loc) in sample.locations.iter().enumerate() {
             let address = profile.location(loc).address;
-            let pc = if i == 0 { address } else { address.wrapping_add(1) };
+            let pc = if i == 0 {
+                address
+            } else {
+                address.wrapping_add(1)
+            };
             if pc == 0 && i == 0 {
                 return Err(io::Error::new(
                     io::ErrorKind::InvalidData,
@@ -451,9 +652,16 @@ fn period_micros(profile: &Profile) -> u64 {
 
 /// Formats a mapping as a `/proc/self/maps` line.
 pub fn format_maps_line(m: &Mapping) -> String {
-    let perms = if m.perms.len() == 4 { m.perms.as_str() } else { "r-xp" };
+    let perms = if m.perms.len() == 4 {
+        m.perms.as_str()
+    } else {
+        "r-xp"
+    };
     if m.path.is_empty() {
-        format!("{:08x}-{:08x} {perms} {:08x} 00:00 0", m.start, m.limit, m.offset)
+        format!(
+            "{:08x}-{:08x} {perms} {:08x} 00:00 0",
+            m.start, m.limit, m.offset
+        )
     } else {
         format!(
             "{:08x}-{:08x} {perms} {:08x} 00:00 0          {}",
@@ -490,7 +698,9 @@ mod tests {
 
     #[test]
     fn sums_identical_records() {
-        let data = slots64(&[0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0]);
+        let data = slots64(&[
+            0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0,
+        ]);
         let p = read(&data).unwrap();
         assert_eq!(p.samples.len(), 2);
         assert_eq!(p.samples[0].values[0], 5);
@@ -523,9 +733,13 @@ mod tests {
 
     #[test]
     fn maps_lines_with_and_without_path_and_deleted() {
-        let m = parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
-            .unwrap();
-        assert_eq!((m.start, m.limit, m.offset), (0x40000000, 0x40015000, 0x1000));
+        let m =
+            parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
+                .unwrap();
+        assert_eq!(
+            (m.start, m.limit, m.offset),
+            (0x40000000, 0x40015000, 0x1000)
+        );
         assert_eq!(m.path, "/lib/ld-2.3.2.so");
         let m = parse_maps_line("7f00-7f10 rw-p 00000000 00:00 0").unwrap();
         assert_eq!(m.path, "");
@@ -571,5 +785,62 @@ mod tests {
         let mut out = Vec::new();
         write(&p, &mut out).unwrap();
         assert_eq!(&out[..], &data[..]);
+    }
+
+    #[test]
+    fn parallel_chunks_give_the_sequential_result() {
+        // Enough records for several chunks, with stacks repeating across
+        // chunks; the expected model is computed the simple way.
+        let mut slots = vec![0, 3, 0, 100, 0];
+        let mut state = 12345u64;
+        let mut rand = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut records = Vec::new();
+        for _ in 0..20_000 {
+            let depth = 1 + rand(5) as usize;
+            let stack: Vec<u64> = (0..depth).map(|_| 0x1000 + rand(40) * 16).collect();
+            let count = 1 + rand(3);
+            slots.push(count);
+            slots.push(depth as u64);
+            slots.extend_from_slice(&stack);
+            records.push((stack, count));
+        }
+        slots.extend_from_slice(&[0, 1, 0]);
+        let p = read(&slots64(&slots)).unwrap();
+
+        let mut order: Vec<Vec<u64>> = Vec::new();
+        let mut counts: std::collections::HashMap<Vec<u64>, u64> = Default::default();
+        for (stack, count) in &records {
+            if !counts.contains_key(stack) {
+                order.push(stack.clone());
+            }
+            *counts.entry(stack.clone()).or_default() += count;
+        }
+        let mut addresses: Vec<u64> = Vec::new();
+        for stack in &order {
+            for (i, pc) in stack.iter().enumerate() {
+                let a = if i == 0 { *pc } else { pc - 1 };
+                if !addresses.contains(&a) {
+                    addresses.push(a);
+                }
+            }
+        }
+        let got: Vec<u64> = p.locations.iter().map(|l| l.address).collect();
+        assert_eq!(got, addresses);
+        assert_eq!(p.samples.len(), order.len());
+        for (sample, stack) in p.samples.iter().zip(&order) {
+            let pcs: Vec<u64> = sample
+                .locations
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| p.location(l).address + (i > 0) as u64)
+                .collect();
+            assert_eq!(&pcs, stack);
+            assert_eq!(sample.values[0] as u64, counts[stack]);
+        }
     }
 }

@@ -63,7 +63,11 @@ pub fn detect_format(data: &[u8]) -> Option<Format> {
 pub fn read_profile(data: &[u8], _options: &ReadOptions) -> Result<(Format, Profile), ParseError> {
     match detect_format(data) {
         Some(Format::Gperftools) => Ok((Format::Gperftools, gperftools::read(data)?)),
-        None if data.is_empty() => Err(ParseError::new("profile", 0, "empty file: expected a profile")),
+        None if data.is_empty() => Err(ParseError::new(
+            "profile",
+            0,
+            "empty file: expected a profile",
+        )),
         None => Err(ParseError::new(
             "profile",
             0,

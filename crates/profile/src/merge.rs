@@ -9,9 +9,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::model::{
-    FunctionId, Line, Location, LocationId, Mapping, MappingId, Profile, Sample,
-};
+use crate::model::{FunctionId, Line, Location, LocationId, Mapping, MappingId, Profile, Sample};
 
 /// Why profiles could not be merged.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,7 +88,13 @@ impl Merger {
             .mappings
             .into_iter()
             .map(|m: Mapping| {
-                let key = (m.start, m.limit, m.offset, m.path.clone(), m.build_id.clone());
+                let key = (
+                    m.start,
+                    m.limit,
+                    m.offset,
+                    m.path.clone(),
+                    m.build_id.clone(),
+                );
                 *self.mappings.entry(key).or_insert_with(|| {
                     out.mappings.push(m);
                     MappingId::from_index(out.mappings.len() - 1)
@@ -132,10 +136,16 @@ impl Merger {
                 })
             })
             .collect();
-        out.samples.extend(p.samples.into_iter().map(|s| Sample {
-            locations: s.locations.iter().map(|l| location_ids[l.index()]).collect(),
-            values: s.values,
-            labels: s.labels,
+        out.samples.extend(p.samples.into_iter().map(|s| {
+            Sample {
+                locations: s
+                    .locations
+                    .iter()
+                    .map(|l| location_ids[l.index()])
+                    .collect(),
+                values: s.values,
+                labels: s.labels,
+            }
         }));
     }
 }

@@ -33,7 +33,7 @@ impl ValueType {
 macro_rules! id_type {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub struct $name(pub u32);
 
         impl $name {
@@ -131,12 +131,6 @@ pub struct Line {
     pub line: i64,
     /// The column, 0 if unknown.
     pub column: i64,
-}
-
-impl Default for FunctionId {
-    fn default() -> Self {
-        FunctionId(0)
-    }
 }
 
 /// An instruction address in the profiled program and what it means.
@@ -366,7 +360,11 @@ impl Profile {
                     s.values.len()
                 ));
             }
-            if let Some(l) = s.locations.iter().find(|l| l.index() >= self.locations.len()) {
+            if let Some(l) = s
+                .locations
+                .iter()
+                .find(|l| l.index() >= self.locations.len())
+            {
                 return Err(format!("sample {i} refers to missing location {}", l.0));
             }
         }
@@ -376,7 +374,11 @@ impl Profile {
                     return Err(format!("location {i} refers to missing mapping {}", m.0));
                 }
             }
-            if let Some(l) = loc.lines.iter().find(|l| l.function.index() >= self.functions.len()) {
+            if let Some(l) = loc
+                .lines
+                .iter()
+                .find(|l| l.function.index() >= self.functions.len())
+            {
                 return Err(format!(
                     "location {i} refers to missing function {}",
                     l.function.0

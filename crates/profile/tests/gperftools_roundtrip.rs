@@ -39,10 +39,22 @@ fn file(layout: Layout, period: u64, records: &[(u64, Vec<u64>)], maps: &[String
 
 fn layouts() -> impl Strategy<Value = Layout> {
     prop_oneof![
-        Just(Layout { width: Width::W64, endian: Endian::Little }),
-        Just(Layout { width: Width::W64, endian: Endian::Big }),
-        Just(Layout { width: Width::W32, endian: Endian::Little }),
-        Just(Layout { width: Width::W32, endian: Endian::Big }),
+        Just(Layout {
+            width: Width::W64,
+            endian: Endian::Little
+        }),
+        Just(Layout {
+            width: Width::W64,
+            endian: Endian::Big
+        }),
+        Just(Layout {
+            width: Width::W32,
+            endian: Endian::Little
+        }),
+        Just(Layout {
+            width: Width::W32,
+            endian: Endian::Big
+        }),
     ]
 }
 
@@ -54,7 +66,13 @@ fn records(max_pc: u64) -> impl Strategy<Value = Vec<(u64, Vec<u64>)>> {
 
 fn maps() -> impl Strategy<Value = Vec<String>> {
     prop::collection::vec(
-        (0u64..0xffff, 1u64..0xff, 0u64..0xffff, "[rwx-]{3}[ps]", "(/[a-z0-9_.]{1,8}){1,3}"),
+        (
+            0u64..0xffff,
+            1u64..0xff,
+            0u64..0xffff,
+            "[rwx-]{3}[ps]",
+            "(/[a-z0-9_.]{1,8}){1,3}",
+        ),
         0..5,
     )
     .prop_map(|v| {

@@ -6,6 +6,7 @@
 //! adds that sample's value to its cum once, and an edge appearing several
 //! times in one stack adds it once.
 
+use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::stacks::{FrameId, Stacks};
@@ -47,46 +48,36 @@ pub struct Graph {
 
 impl Graph {
     /// Builds the graph. Edges are computed only when `with_edges` (text
-    /// reports do not need them).
+    /// reports do not need them). Samples are processed in parallel chunks.
     pub fn build(stacks: &Stacks, with_edges: bool) -> Graph {
         let n = stacks.frames.len();
-        let mut nodes = vec![Node::default(); n];
-        // last_seen[f] == sample number + 1 when f was already counted in cum.
-        let mut last_seen = vec![0u32; n];
-        let mut edge_weights: FxHashMap<(FrameId, FrameId), i64> = FxHashMap::default();
-        let mut pairs: Vec<(FrameId, FrameId)> = Vec::new();
-        for (i, (frames, value)) in stacks.iter().enumerate() {
-            let stamp = i as u32 + 1;
-            if let Some(leaf) = frames.first() {
-                nodes[leaf.index()].flat += value;
+        let parts = if stacks.len() < 20_000 {
+            1
+        } else {
+            rayon::current_num_threads() * 2
+        };
+        let size = stacks.len().div_ceil(parts).max(1);
+        let ranges: Vec<std::ops::Range<usize>> = (0..stacks.len())
+            .step_by(size)
+            .map(|a| a..(a + size).min(stacks.len()))
+            .collect();
+        let partials: Vec<Partial> = ranges
+            .into_par_iter()
+            .map(|range| Partial::of(stacks, range, n, with_edges))
+            .collect();
+        let mut partials = partials.into_iter();
+        let mut total = partials.next().unwrap_or_else(|| Partial::empty(n));
+        for p in partials {
+            for (a, b) in total.nodes.iter_mut().zip(&p.nodes) {
+                a.flat += b.flat;
+                a.cum += b.cum;
             }
-            let mut repeated = false;
-            for f in frames {
-                let seen = &mut last_seen[f.index()];
-                if *seen == stamp {
-                    repeated = true;
-                } else {
-                    *seen = stamp;
-                    nodes[f.index()].cum += value;
-                }
-            }
-            if with_edges && frames.len() > 1 {
-                if repeated {
-                    pairs.clear();
-                    pairs.extend(frames.windows(2).map(|w| (w[1], w[0])));
-                    pairs.sort_unstable();
-                    pairs.dedup();
-                    for &pair in &pairs {
-                        *edge_weights.entry(pair).or_insert(0) += value;
-                    }
-                } else {
-                    for w in frames.windows(2) {
-                        *edge_weights.entry((w[1], w[0])).or_insert(0) += value;
-                    }
-                }
+            for (k, v) in p.edges {
+                *total.edges.entry(k).or_insert(0) += v;
             }
         }
-        let mut edges: Vec<Edge> = edge_weights
+        let mut edges: Vec<Edge> = total
+            .edges
             .into_iter()
             .map(|((caller, callee), weight)| Edge {
                 caller,
@@ -102,12 +93,67 @@ impl Graph {
                 .then(a.caller.cmp(&b.caller))
                 .then(a.callee.cmp(&b.callee))
         });
-        Graph { nodes, edges }
+        Graph {
+            nodes: total.nodes,
+            edges,
+        }
     }
 
     /// The node of `id`.
     #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
+    }
+}
+
+/// The graph of a range of samples.
+struct Partial {
+    nodes: Vec<Node>,
+    edges: FxHashMap<(FrameId, FrameId), i64>,
+}
+
+impl Partial {
+    fn empty(n: usize) -> Partial {
+        Partial {
+            nodes: vec![Node::default(); n],
+            edges: FxHashMap::default(),
+        }
+    }
+
+    fn of(stacks: &Stacks, range: std::ops::Range<usize>, n: usize, with_edges: bool) -> Partial {
+        let mut part = Partial::empty(n);
+        // last_seen[f] == sample number + 1 when f was already counted in cum.
+        let mut last_seen = vec![0u32; n];
+        let mut pairs: Vec<(FrameId, FrameId)> = Vec::new();
+        let mut frames = Vec::with_capacity(256);
+        for i in range {
+            let value = stacks.expand(i, &mut frames);
+            let stamp = i as u32 + 1;
+            if let Some(leaf) = frames.first() {
+                part.nodes[leaf.index()].flat += value;
+            }
+            let mut repeated = false;
+            for f in &frames {
+                let seen = &mut last_seen[f.index()];
+                if *seen == stamp {
+                    repeated = true;
+                } else {
+                    *seen = stamp;
+                    part.nodes[f.index()].cum += value;
+                }
+            }
+            if with_edges && frames.len() > 1 {
+                pairs.clear();
+                pairs.extend(frames.windows(2).map(|w| (w[1], w[0])));
+                if repeated {
+                    pairs.sort_unstable();
+                    pairs.dedup();
+                }
+                for &pair in &pairs {
+                    *part.edges.entry(pair).or_insert(0) += value;
+                }
+            }
+        }
+        part
     }
 }

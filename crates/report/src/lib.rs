@@ -6,12 +6,23 @@
 //! profiler's own frames removed and `--focus`/`--ignore`/`--hide` applied;
 //! [`Graph::build`] makes the call graph (flat and cumulative values per
 //! node, caller→callee edges); each output module renders one of them.
+//!
+//! The call-graph outputs: [`callgraph::CallGraph`] trims the graph as
+//! pprof does (`--nodecount`, `--nodefraction`, `--edgefraction`,
+//! `--maxdegree`); [`dot`] writes it as Graphviz DOT; [`layout`] places a
+//! directed graph in layers (boxes, smooth edges, labels) without
+//! Graphviz, and [`svg`] draws the call graph with it as standalone SVG.
 #![deny(missing_docs)]
 
+pub mod callgraph;
+pub mod dot;
+pub mod flame;
 pub mod graph;
+pub mod layout;
 pub mod names;
 pub mod options;
 pub mod stacks;
+pub mod svg;
 pub mod text;
 
 pub use graph::{Edge, Graph, Node, NodeId};

@@ -43,12 +43,15 @@ pub struct Frame {
     pub inlined: bool,
 }
 
-/// A filtered sample: a range of [`Stacks`]' frame arena and its value.
+/// A sample kept by the filters.
 #[derive(Clone, Copy, Debug)]
-struct StackRef {
-    start: u32,
-    len: u32,
+struct Kept {
+    /// Index into the profile's samples.
+    sample: u32,
+    /// The reported value.
     value: i64,
+    /// Its locations need filtering (profiler frames, a duplicated leaf).
+    filtered: bool,
 }
 
 /// Function names of the profilers' signal-handling frames. Frames of these
@@ -66,13 +69,20 @@ const PROFILER_FRAMES: &[&str] = &[
 /// Prefix of the cpuprof agent's signal-path functions.
 const AGENT_SIGNAL_PATH: &str = "cpuprof::signal_path::";
 
-/// The stacks of a profile as a report sees them.
+/// The stacks of a profile as a report sees them. Stacks are expanded
+/// from the profile's samples on demand ([`Stacks::expand`],
+/// [`Stacks::for_each`]); each location's frames are computed once.
 #[derive(Clone, Debug)]
-pub struct Stacks {
+pub struct Stacks<'p> {
     /// Distinct frames, in order of first appearance.
     pub frames: Vec<Frame>,
-    arena: Vec<FrameId>,
-    samples: Vec<StackRef>,
+    profile: &'p Profile,
+    /// Per location: its frames' range in `location_arena`.
+    location_frames: Vec<(u32, u32)>,
+    location_arena: Vec<FrameId>,
+    /// Per location: it is a profiler frame.
+    profiler: Vec<bool>,
+    samples: Vec<Kept>,
     /// Sum of the reported value over all samples, before focus and ignore.
     pub grand_total: i64,
     /// Sum of the reported value over the samples kept by focus and ignore.
@@ -91,9 +101,9 @@ struct LocationView {
     ignore: bool,
 }
 
-impl Stacks {
+impl<'p> Stacks<'p> {
     /// Builds the report's stacks for `profile` (symbolized or not).
-    pub fn build(profile: &Profile, options: &Options) -> Stacks {
+    pub fn build(profile: &'p Profile, options: &Options) -> Stacks<'p> {
         let value_index = options
             .sample_index
             .unwrap_or_else(|| profile.default_sample_index());
@@ -102,64 +112,120 @@ impl Stacks {
             .get(value_index)
             .cloned()
             .unwrap_or_default();
-        let mut builder = FrameTable::new(profile, options);
-        let views: Vec<LocationView> = (0..profile.locations.len())
-            .map(|i| builder.view(LocationId::from_index(i)))
-            .collect();
+        let mut table = FrameTable::new(profile, options);
+        let mut location_frames = Vec::with_capacity(profile.locations.len());
+        let mut location_arena = Vec::with_capacity(profile.locations.len() * 2);
+        let mut profiler = Vec::with_capacity(profile.locations.len());
+        let mut focus = Vec::with_capacity(profile.locations.len());
+        let mut ignore = Vec::with_capacity(profile.locations.len());
+        for i in 0..profile.locations.len() {
+            let view = table.view(LocationId::from_index(i));
+            location_frames.push((location_arena.len() as u32, view.frames.len() as u32));
+            location_arena.extend_from_slice(&view.frames);
+            profiler.push(view.profiler && !options.keep_profiler_frames);
+            focus.push(view.focus);
+            ignore.push(view.ignore);
+        }
 
         let mut stacks = Stacks {
             frames: Vec::new(),
-            arena: Vec::new(),
+            profile,
+            location_frames,
+            location_arena,
+            profiler,
             samples: Vec::with_capacity(profile.samples.len()),
             grand_total: 0,
             total: 0,
             sample_type,
             granularity: options.granularity,
         };
+        let any_profiler = stacks.profiler.iter().any(|&p| p);
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
-        for sample in &profile.samples {
+        for (index, sample) in profile.samples.iter().enumerate() {
             let value = sample.values.get(value_index).copied().unwrap_or(0);
             stacks.grand_total = stacks.grand_total.saturating_add(value);
-            kept.clear();
-            kept.extend(
-                sample
-                    .locations
-                    .iter()
-                    .filter(|l| options.keep_profiler_frames || !views[l.index()].profiler),
-            );
-            // A leaf duplicated by the unwinder (once from the signal context,
-            // once, adjusted by -1, from the stack) is one frame.
-            if kept.len() >= 2
-                && profile.location(kept[1]).address.wrapping_add(1) == profile.location(kept[0]).address
-            {
-                kept.remove(1);
-            }
-            if options.focus.is_some() && !kept.iter().any(|l| views[l.index()].focus) {
+            let locations: &[LocationId] = &sample.locations;
+            let filtered = if any_profiler || stacks.duplicated_leaf(locations) {
+                stacks.filter(locations, &mut kept)
+            } else {
+                false
+            };
+            let locations = if filtered { &kept[..] } else { locations };
+            if options.focus.is_some() && !locations.iter().any(|l| focus[l.index()]) {
                 continue;
             }
-            if options.ignore.is_some() && kept.iter().any(|l| views[l.index()].ignore) {
+            if options.ignore.is_some() && locations.iter().any(|l| ignore[l.index()]) {
                 continue;
             }
             stacks.total = stacks.total.saturating_add(value);
-            let start = stacks.arena.len() as u32;
-            for l in &kept {
-                stacks.arena.extend_from_slice(&views[l.index()].frames);
-            }
-            let len = stacks.arena.len() as u32 - start;
-            stacks.samples.push(StackRef { start, len, value });
+            stacks.samples.push(Kept {
+                sample: index as u32,
+                value,
+                filtered,
+            });
         }
-        stacks.frames = builder.frames;
+        stacks.frames = table.frames;
         stacks
     }
 
-    /// Every kept sample as (frames leaf first, value).
-    pub fn iter(&self) -> impl Iterator<Item = (&[FrameId], i64)> + '_ {
-        self.samples.iter().map(|s| {
-            (
-                &self.arena[s.start as usize..(s.start + s.len) as usize],
-                s.value,
-            )
-        })
+    /// The locations of a stack that reports show: without the profiler's
+    /// frames, and with a leaf duplicated by the unwinder (once from the
+    /// signal context, once adjusted by -1 from the stack) only once.
+    /// Returns true when that removed anything.
+    fn filter(&self, locations: &[LocationId], kept: &mut Vec<LocationId>) -> bool {
+        kept.clear();
+        kept.extend(locations.iter().filter(|l| !self.profiler[l.index()]));
+        if self.duplicated_leaf(kept) {
+            kept.remove(1);
+        }
+        kept.len() != locations.len()
+    }
+
+    /// The second location is the leaf again, as a caller (address - 1).
+    fn duplicated_leaf(&self, locations: &[LocationId]) -> bool {
+        locations.len() >= 2
+            && self.profile.location(locations[1]).address.wrapping_add(1)
+                == self.profile.location(locations[0]).address
+    }
+
+    /// Writes the frames of kept sample `i` (leaf first) into `frames`, and
+    /// returns its value.
+    pub fn expand(&self, i: usize, frames: &mut Vec<FrameId>) -> i64 {
+        let kept = self.samples[i];
+        let locations = &self.profile.samples[kept.sample as usize].locations;
+        frames.clear();
+        let push = |l: &LocationId| {
+            let (start, len) = self.location_frames[l.index()];
+            if len == 1 {
+                frames.push(self.location_arena[start as usize]);
+            } else {
+                frames.extend_from_slice(
+                    &self.location_arena[start as usize..(start + len) as usize],
+                );
+            }
+        };
+        if kept.filtered {
+            let mut filtered = Vec::with_capacity(locations.len());
+            self.filter(locations, &mut filtered);
+            filtered.iter().for_each(push);
+        } else {
+            locations.iter().for_each(push);
+        }
+        kept.value
+    }
+
+    /// Calls `f` with every kept sample's frames (leaf first) and value.
+    pub fn for_each(&self, mut f: impl FnMut(&[FrameId], i64)) {
+        let mut frames = Vec::with_capacity(256);
+        for i in 0..self.samples.len() {
+            let value = self.expand(i, &mut frames);
+            f(&frames, value);
+        }
+    }
+
+    /// The value of kept sample `i`.
+    pub fn value(&self, i: usize) -> i64 {
+        self.samples[i].value
     }
 
     /// The number of kept samples.
@@ -176,6 +242,11 @@ impl Stacks {
     #[inline]
     pub fn frame(&self, id: FrameId) -> &Frame {
         &self.frames[id.index()]
+    }
+
+    /// The profile the stacks are a view of.
+    pub fn profile(&self) -> &'p Profile {
+        self.profile
     }
 }
 
@@ -234,15 +305,18 @@ impl<'a> FrameTable<'a> {
             focus: false,
             ignore: false,
         };
-        let address_text = names::address(address);
         let matches = |re: &Option<Regex>, texts: &[&str]| {
             re.as_ref()
                 .is_some_and(|re| texts.iter().any(|t| !t.is_empty() && re.is_match(t)))
         };
-        view.focus |= matches(&self.options.focus, &[&address_text]);
-        view.ignore |= matches(&self.options.ignore, &[&address_text]);
+        if self.options.focus.is_some() || self.options.ignore.is_some() {
+            let address_text = names::address(address);
+            view.focus |= matches(&self.options.focus, &[&address_text]);
+            view.ignore |= matches(&self.options.ignore, &[&address_text]);
+        }
 
         if location.lines.is_empty() {
+            let address_text = names::address(address);
             let name = match self.options.granularity {
                 Granularity::Functions => address_text.clone(),
                 Granularity::Lines | Granularity::Files => format!("{address_text} ??:0"),
@@ -270,14 +344,24 @@ impl<'a> FrameTable<'a> {
                 view.profiler = true;
             }
             let short = self.function_name(line.function);
-            let file_line = if function.filename.is_empty() {
+            let needs_file_line = self.options.focus.is_some()
+                || self.options.ignore.is_some()
+                || matches!(
+                    self.options.granularity,
+                    Granularity::Lines | Granularity::Addresses
+                );
+            let file_line = if !needs_file_line {
+                String::new()
+            } else if function.filename.is_empty() {
                 "??:0".to_string()
             } else {
                 format!("{}:{}", function.filename, line.line)
             };
-            let texts = [short.as_str(), function.name.as_str(), file_line.as_str()];
-            view.focus |= matches(&self.options.focus, &texts);
-            view.ignore |= matches(&self.options.ignore, &texts);
+            if self.options.focus.is_some() || self.options.ignore.is_some() {
+                let texts = [short.as_str(), function.name.as_str(), file_line.as_str()];
+                view.focus |= matches(&self.options.focus, &texts);
+                view.ignore |= matches(&self.options.ignore, &texts);
+            }
             let name = match self.options.granularity {
                 Granularity::Functions => short.clone(),
                 Granularity::Lines => format!("{short} {file_line}"),

@@ -51,7 +51,7 @@ pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
         })
         .collect();
     let key = |r: &Row| if options.cum { r.cum } else { r.flat };
-    rows.sort_by(|a, b| {
+    rows.sort_unstable_by(|a, b| {
         key(b)
             .cmp(&key(a))
             .then_with(|| stacks.frame(a.frame).name.cmp(&stacks.frame(b.frame).name))
@@ -64,14 +64,61 @@ pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
 
 /// A percentage as pprof prints it: `%.1f%%`, `nan` of a zero total.
 pub fn percent(value: i64, total: i64) -> String {
-    if total != 0 {
-        format!("{:.1}%", value as f64 * 100.0 / total as f64)
-    } else if value == 0 {
-        "nan".to_string()
-    } else if value > 0 {
-        "+inf".to_string()
-    } else {
-        "-inf".to_string()
+    Percent(value, total).to_string()
+}
+
+/// [`percent`] without an allocation, for `{:>6}` in row formatting.
+#[derive(Clone, Copy, Debug)]
+pub struct Percent(pub i64, pub i64);
+
+impl std::fmt::Display for Percent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use std::io::Write as _;
+        let Percent(value, total) = *self;
+        let mut buf = [0u8; 40];
+        let mut cursor = std::io::Cursor::new(&mut buf[..]);
+        let _ = if total != 0 {
+            let x = value as f64 * 100.0 / total as f64;
+            let tenths = x * 10.0;
+            let fraction = tenths - tenths.floor();
+            if tenths.abs() < 1e15 && (fraction - 0.5).abs() > 1e-6 {
+                // Far from a rounding midpoint, rounding the scaled value
+                // gives what `%.1f` prints, without float formatting.
+                let t = tenths.round() as i64;
+                let negative = t < 0 || (t == 0 && x < 0.0);
+                let mut digits = [0u8; 24];
+                let mut i = digits.len();
+                let mut rest = t.unsigned_abs();
+                // The tenths digit, the point, then at least one more digit.
+                let mut written = 0;
+                while written < 2 || rest != 0 {
+                    i -= 1;
+                    digits[i] = b'0' + (rest % 10) as u8;
+                    rest /= 10;
+                    written += 1;
+                    if written == 1 {
+                        i -= 1;
+                        digits[i] = b'.';
+                    }
+                }
+                if negative {
+                    i -= 1;
+                    digits[i] = b'-';
+                }
+                let _ = cursor.write_all(&digits[i..]);
+                cursor.write_all(b"%")
+            } else {
+                write!(cursor, "{x:.1}%")
+            }
+        } else if value == 0 {
+            write!(cursor, "nan")
+        } else if value > 0 {
+            write!(cursor, "+inf")
+        } else {
+            write!(cursor, "-inf")
+        };
+        let len = cursor.position() as usize;
+        f.pad(std::str::from_utf8(&buf[..len]).unwrap_or("?"))
     }
 }
 
@@ -82,24 +129,73 @@ pub fn percent_base(graph: &Graph) -> i64 {
 }
 
 /// Writes the text report.
-pub fn write(out: &mut dyn Write, stacks: &Stacks, graph: &Graph, options: &Options) -> io::Result<()> {
+pub fn write(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+) -> io::Result<()> {
     let total = percent_base(graph);
     if stacks.grand_total != 0 {
         writeln!(out, "Total: {} {}", stacks.grand_total, unit_word(stacks))?;
     }
     let mut running = 0i64;
+    let mut line: Vec<u8> = Vec::with_capacity(256);
+    let mut cell = String::with_capacity(32);
     for row in rows(stacks, graph, options) {
         running += row.flat;
-        writeln!(
-            out,
-            "{:>8} {:>6} {:>6} {:>8} {:>6} {}",
-            row.flat,
-            percent(row.flat, total),
-            percent(running, total),
-            row.cum,
-            percent(row.cum, total),
-            stacks.frame(row.frame).name
-        )?;
+        line.clear();
+        // `%8s %6s %6s %8s %6s %s`, built by hand: this runs once per
+        // function of the profile.
+        let mut column = |value: &dyn std::fmt::Display, width: usize, line: &mut Vec<u8>| {
+            use std::fmt::Write as _;
+            cell.clear();
+            let _ = write!(cell, "{value}");
+            line.extend(std::iter::repeat_n(b' ', width.saturating_sub(cell.len())));
+            line.extend_from_slice(cell.as_bytes());
+            line.push(b' ');
+        };
+        column(&row.flat, 8, &mut line);
+        column(&Percent(row.flat, total), 6, &mut line);
+        column(&Percent(running, total), 6, &mut line);
+        column(&row.cum, 8, &mut line);
+        column(&Percent(row.cum, total), 6, &mut line);
+        line.extend_from_slice(stacks.frame(row.frame).name.as_bytes());
+        line.push(b'\n');
+        out.write_all(&line)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Percent;
+
+    #[test]
+    fn percent_matches_printf_rounding() {
+        // Values checked against C's printf("%.1f%%").
+        let cases = [
+            ((1, 3), "33.3%"),
+            ((2, 3), "66.7%"),
+            ((1, 2000), "0.1%"),
+            ((3, 2000), "0.1%"),
+            ((1, 8), "12.5%"),
+            ((1, 1600), "0.1%"),
+            ((-1, 3), "-33.3%"),
+            ((-1, 2001), "-0.0%"),
+            ((0, 5), "0.0%"),
+            ((5, 5), "100.0%"),
+            ((0, 0), "nan"),
+            ((2, 0), "+inf"),
+        ];
+        for ((v, t), expected) in cases {
+            assert_eq!(Percent(v, t).to_string(), expected, "{v}/{t}");
+        }
+        for total in 1..400 {
+            for v in -total..=total {
+                let slow = format!("{:.1}%", v as f64 * 100.0 / total as f64);
+                assert_eq!(Percent(v, total).to_string(), slow, "{v}/{total}");
+            }
+        }
+    }
 }

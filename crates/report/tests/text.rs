@@ -19,7 +19,11 @@ fn profile(samples: &[(&[u64], i64)]) -> Profile {
     let main = f(&mut b, "main", "/src/main.c");
     let rec = f(&mut b, "recurse(int, double)", "/src/main.c");
     let burn = f(&mut b, "burn", "/src/burn.c");
-    let helper = f(&mut b, "std::vector<int, std::allocator<int> >::at(unsigned long) const", "/usr/include/vector");
+    let helper = f(
+        &mut b,
+        "std::vector<int, std::allocator<int> >::at(unsigned long) const",
+        "/usr/include/vector",
+    );
     let table: &[(u64, &[(cpuprof_profile::FunctionId, i64)])] = &[
         (0x100, &[(main, 10)]),
         (0x200, &[(rec, 20)]),
@@ -30,7 +34,11 @@ fn profile(samples: &[(&[u64], i64)]) -> Profile {
         let id = b.location_at(*addr);
         b.profile.locations[id.index()].lines = lines
             .iter()
-            .map(|&(function, line)| Line { function, line, column: 0 })
+            .map(|&(function, line)| Line {
+                function,
+                line,
+                column: 0,
+            })
             .collect();
     }
     for (stack, count) in samples {
@@ -93,8 +101,14 @@ fn lines_files_and_addresses() {
         },
     );
     assert!(lines.contains("       6  60.0%  60.0%        6  60.0% std::vector<int, std::allocator<int> >::at(unsigned long) const /usr/include/vector:7\n"), "{lines}");
-    assert!(lines.contains("       3  30.0%  90.0%        3  30.0% burn /src/burn.c:31\n"), "{lines}");
-    assert!(lines.contains("       0   0.0% 100.0%        6  60.0% burn /src/burn.c:30\n"), "{lines}");
+    assert!(
+        lines.contains("       3  30.0%  90.0%        3  30.0% burn /src/burn.c:31\n"),
+        "{lines}"
+    );
+    assert!(
+        lines.contains("       0   0.0% 100.0%        6  60.0% burn /src/burn.c:30\n"),
+        "{lines}"
+    );
     let files = report(
         &p,
         &Options {
@@ -103,8 +117,14 @@ fn lines_files_and_addresses() {
         },
     );
     // main.c: main and recurse; recursion through two functions of one file counts once.
-    assert!(files.contains("       1  10.0% 100.0%       10 100.0% /src/main.c\n"), "{files}");
-    assert!(files.contains("       3  30.0%  90.0%        9  90.0% /src/burn.c\n"), "{files}");
+    assert!(
+        files.contains("       1  10.0% 100.0%       10 100.0% /src/main.c\n"),
+        "{files}"
+    );
+    assert!(
+        files.contains("       3  30.0%  90.0%        9  90.0% /src/burn.c\n"),
+        "{files}"
+    );
     let addresses = report(
         &p,
         &Options {
@@ -113,7 +133,12 @@ fn lines_files_and_addresses() {
         },
     );
     assert!(addresses.contains("       6  60.0%  60.0%        6  60.0% 0000000000000300 std::vector::at /usr/include/vector:7\n"), "{addresses}");
-    assert!(addresses.contains("       0   0.0% 100.0%        6  60.0% 0000000000000300 burn /src/burn.c:30\n"), "{addresses}");
+    assert!(
+        addresses.contains(
+            "       0   0.0% 100.0%        6  60.0% 0000000000000300 burn /src/burn.c:30\n"
+        ),
+        "{addresses}"
+    );
 }
 
 #[test]
@@ -139,14 +164,18 @@ fn focus_matches_file_line_and_address() {
         focus: Some(Regex::new("burn.c:31").unwrap()),
         ..Options::default()
     };
-    assert!(report(&sample_profile(), &by_line).contains("       3 100.0% 100.0%        3 100.0% burn\n"));
+    assert!(report(&sample_profile(), &by_line)
+        .contains("       3 100.0% 100.0%        3 100.0% burn\n"));
     let by_address = Options {
         ignore: Some(Regex::new("0x0000000000000300").unwrap()),
         ..Options::default()
     };
     let out = report(&sample_profile(), &by_address);
     assert!(!out.contains("std::vector::at"), "{out}");
-    assert!(out.contains("       3  75.0%  75.0%        3  75.0% burn\n"), "{out}");
+    assert!(
+        out.contains("       3  75.0%  75.0%        3  75.0% burn\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -157,7 +186,10 @@ fn hide_removes_frames_not_samples() {
     };
     let out = report(&sample_profile(), &options);
     assert!(!out.contains("recurse"), "{out}");
-    assert!(out.contains("       1  10.0% 100.0%       10 100.0% main\n"), "{out}");
+    assert!(
+        out.contains("       1  10.0% 100.0%       10 100.0% main\n"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -173,7 +205,10 @@ fn nodecount_limits_rows() {
 fn unsymbolized_addresses_print_as_pprof_does() {
     let p = profile(&[(&[0xdead, 0x100], 2)]);
     let out = report(&p, &Options::default());
-    assert!(out.contains("       2 100.0% 100.0%        2 100.0% 0x000000000000dead\n"), "{out}");
+    assert!(
+        out.contains("       2 100.0% 100.0%        2 100.0% 0x000000000000dead\n"),
+        "{out}"
+    );
     let lines = report(
         &p,
         &Options {

@@ -57,14 +57,21 @@ pub fn symbolize(profile: &mut Profile, options: &Options) -> Vec<Warning> {
         let path = options
             .binaries
             .iter()
-            .find(|b| b.file_name().map(|n| n.to_string_lossy().into_owned()) == Some(mapping.base_name().to_string()))
+            .find(|b| {
+                b.file_name().map(|n| n.to_string_lossy().into_owned())
+                    == Some(mapping.base_name().to_string())
+            })
             .cloned()
             .unwrap_or_else(|| PathBuf::from(&mapping.path));
         let Ok(data) = std::fs::read(&path) else {
-            warnings.push(Warning { message: format!("{}: cannot read", path.display()) });
+            warnings.push(Warning {
+                message: format!("{}: cannot read", path.display()),
+            });
             continue;
         };
-        let Ok(file) = object::File::parse(&*data) else { continue };
+        let Ok(file) = object::File::parse(&*data) else {
+            continue;
+        };
         let mut syms: Vec<(u64, u64, String)> = file
             .symbols()
             .filter(|s| s.kind() == object::SymbolKind::Text)
@@ -81,20 +88,49 @@ pub fn symbolize(profile: &mut Profile, options: &Options) -> Vec<Warning> {
                 continue;
             }
             let off = loc.address - mapping.start + mapping.offset;
-            let Some(&(fo, _, va)) = segments.iter().find(|(fo, sz, _)| *fo <= off && off < fo + sz) else { continue };
+            let Some(&(fo, _, va)) = segments
+                .iter()
+                .find(|(fo, sz, _)| *fo <= off && off < fo + sz)
+            else {
+                continue;
+            };
             let addr = off - fo + va;
             let mut lines = Vec::new();
             if let Some(ctx) = &ctx {
                 if let Ok(mut frames) = ctx.find_frames(addr) {
                     while let Ok(Some(fr)) = frames.next() {
-                        let name = fr.function.as_ref().and_then(|f| f.demangle().ok()).map(|s| s.into_owned()).unwrap_or_default();
-                        let file = fr.location.as_ref().and_then(|l| l.file).unwrap_or("").to_string();
+                        let name = fr
+                            .function
+                            .as_ref()
+                            .and_then(|f| f.demangle().ok())
+                            .map(|s| s.into_owned())
+                            .unwrap_or_default();
+                        let file = fr
+                            .location
+                            .as_ref()
+                            .and_then(|l| l.file)
+                            .unwrap_or("")
+                            .to_string();
                         let line = fr.location.as_ref().and_then(|l| l.line).unwrap_or(0) as i64;
-                        if name.is_empty() { continue; }
-                        let f = Function { name: name.clone(), system_name: name, filename: file, start_line: 0 };
+                        if name.is_empty() {
+                            continue;
+                        }
+                        let f = Function {
+                            name: name.clone(),
+                            system_name: name,
+                            filename: file,
+                            start_line: 0,
+                        };
                         let n = functions.len();
-                        let id = *functions.entry(f.clone()).or_insert_with(|| { profile.functions.push(f); cpuprof_profile::FunctionId::from_index(n) });
-                        lines.push(Line { function: id, line, column: 0 });
+                        let id = *functions.entry(f.clone()).or_insert_with(|| {
+                            profile.functions.push(f);
+                            cpuprof_profile::FunctionId::from_index(n)
+                        });
+                        lines.push(Line {
+                            function: id,
+                            line,
+                            column: 0,
+                        });
                     }
                 }
             }
@@ -102,10 +138,22 @@ pub fn symbolize(profile: &mut Profile, options: &Options) -> Vec<Warning> {
                 let i = syms.partition_point(|s| s.0 <= addr);
                 if i > 0 && (syms[i - 1].1 == 0 || addr < syms[i - 1].0 + syms[i - 1].1) {
                     let name = syms[i - 1].2.clone();
-                    let f = Function { name: name.clone(), system_name: name, filename: String::new(), start_line: 0 };
+                    let f = Function {
+                        name: name.clone(),
+                        system_name: name,
+                        filename: String::new(),
+                        start_line: 0,
+                    };
                     let n = functions.len();
-                    let id = *functions.entry(f.clone()).or_insert_with(|| { profile.functions.push(f); cpuprof_profile::FunctionId::from_index(n) });
-                    lines.push(Line { function: id, line: 0, column: 0 });
+                    let id = *functions.entry(f.clone()).or_insert_with(|| {
+                        profile.functions.push(f);
+                        cpuprof_profile::FunctionId::from_index(n)
+                    });
+                    lines.push(Line {
+                        function: id,
+                        line: 0,
+                        column: 0,
+                    });
                 }
             }
             loc.lines = lines;

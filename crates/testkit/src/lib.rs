@@ -55,7 +55,9 @@ pub fn require_tool(tool: &str) -> bool {
     if peers_required() {
         panic!("required peer tool `{tool}` is missing (CPUPROF_REQUIRE_PEERS=1)");
     }
-    eprintln!("SKIPPED: peer tool `{tool}` is not installed (run scripts/test to install the peers)");
+    eprintln!(
+        "SKIPPED: peer tool `{tool}` is not installed (run scripts/test to install the peers)"
+    );
     false
 }
 
@@ -69,7 +71,9 @@ pub fn libprofiler() -> Option<PathBuf> {
     let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
     if found.is_none() {
         if peers_required() {
-            panic!("libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROFILE_REQUIRE_PEERS=1)");
+            panic!(
+                "libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROFILE_REQUIRE_PEERS=1)"
+            );
         }
         eprintln!("SKIPPED: libprofiler.so is not installed (package libgoogle-perftools-dev)");
     }
@@ -84,7 +88,9 @@ pub fn compile(compiler: &str, sources: &[&Path], output: &Path, flags: &[&str])
     for s in sources {
         cmd.arg(s);
     }
-    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {compiler}: {e}"));
     assert!(
         out.status.success(),
         "{compiler} failed: {}",
@@ -108,7 +114,11 @@ pub fn build_spin(dir: &Path, name: &str, flags: &[&str]) -> (PathBuf, PathBuf) 
         .args(["-ldl", "-lm"])
         .output()
         .expect("cannot run gcc");
-    assert!(out.status.success(), "gcc spin.c: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "gcc spin.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let lib = dir.join(format!("lib{name}hot.so"));
     let mut lib_flags = vec!["-O2", "-g", "-shared", "-fPIC"];
     lib_flags.extend(flags.iter().filter(|f| **f != "-no-pie"));
@@ -140,7 +150,9 @@ pub fn profile_with_libprofiler(
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(
-        std::fs::metadata(profile).map(|m| m.len() > 0).unwrap_or(false),
+        std::fs::metadata(profile)
+            .map(|m| m.len() > 0)
+            .unwrap_or(false),
         "libprofiler wrote no profile at {}",
         profile.display()
     );

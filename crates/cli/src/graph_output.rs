@@ -1,0 +1,284 @@
+//! The call-graph outputs of `cpuprof report`: `--dot`, `--svg`, `--ps`,
+//! `--pdf`, `--gif`, `--png`, and the viewers `--gv`, `--evince`, `--web`.
+//!
+//! DOT and the built-in SVG need nothing installed; `--svg` goes through
+//! Graphviz's `dot` when it is installed (or with `--layout=dot`), and
+//! PostScript, PDF, GIF and PNG always do. Binary formats are not written
+//! to a terminal. The viewers get a file (`-o FILE`, or one in the
+//! temporary directory) and are started in the background; without a
+//! display the path is printed instead.
+
+use std::fs;
+use std::io::{self, IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{bail, Context, Result};
+use cpuprof_report::callgraph::CallGraph;
+use cpuprof_report::dot::{self, DotTarget};
+use cpuprof_report::svg;
+
+/// Which program draws `--svg`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LayoutEngine {
+    /// cpuprof's own layered layout (no Graphviz needed).
+    Builtin,
+    /// Graphviz's `dot`.
+    Dot,
+}
+
+/// A file format of the call graph.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GraphFormat {
+    /// Graphviz source.
+    Dot,
+    /// SVG (built-in layout or dot).
+    Svg,
+    /// PostScript (dot -Tps2, as pprof).
+    Ps,
+    /// PDF (dot -Tpdf).
+    Pdf,
+    /// GIF (dot -Tgif).
+    Gif,
+    /// PNG (dot -Tpng).
+    Png,
+}
+
+impl GraphFormat {
+    fn name(self) -> &'static str {
+        match self {
+            GraphFormat::Dot => "DOT",
+            GraphFormat::Svg => "SVG",
+            GraphFormat::Ps => "PostScript",
+            GraphFormat::Pdf => "PDF",
+            GraphFormat::Gif => "GIF",
+            GraphFormat::Png => "PNG",
+        }
+    }
+
+    fn extension(self) -> &'static str {
+        match self {
+            GraphFormat::Dot => "dot",
+            GraphFormat::Svg => "svg",
+            GraphFormat::Ps => "ps",
+            GraphFormat::Pdf => "pdf",
+            GraphFormat::Gif => "gif",
+            GraphFormat::Png => "png",
+        }
+    }
+
+    /// dot's `-T` argument.
+    fn dot_format(self) -> &'static str {
+        match self {
+            GraphFormat::Dot => "dot",
+            GraphFormat::Svg => "svg",
+            GraphFormat::Ps => "ps2",
+            GraphFormat::Pdf => "pdf",
+            GraphFormat::Gif => "gif",
+            GraphFormat::Png => "png",
+        }
+    }
+
+    /// Formats that would garble a terminal.
+    fn is_binary(self) -> bool {
+        matches!(self, GraphFormat::Pdf | GraphFormat::Gif | GraphFormat::Png)
+    }
+}
+
+/// A program that shows the written file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Viewer {
+    /// `gv` on PostScript.
+    Gv,
+    /// `evince` on PDF.
+    Evince,
+    /// `$BROWSER` (else `xdg-open`) on SVG.
+    Web,
+}
+
+/// What the user asked for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GraphRequest {
+    /// The file format.
+    pub format: GraphFormat,
+    /// A viewer to open the file with.
+    pub viewer: Option<Viewer>,
+    /// `--layout`; `None` means dot when installed, else built-in.
+    pub layout: Option<LayoutEngine>,
+    /// `-o FILE`.
+    pub output: Option<PathBuf>,
+}
+
+/// The path of `tool` on PATH.
+fn which(tool: &str) -> Option<PathBuf> {
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|dir| dir.join(tool))
+            .find(|candidate| candidate.is_file())
+    })
+}
+
+/// Renders the call graph as asked: writes it to `-o FILE` or standard
+/// output, or to a file a viewer is started on.
+pub fn write(graph: &CallGraph, request: &GraphRequest) -> Result<i32> {
+    let bytes = render(graph, request)?;
+    if let Some(viewer) = request.viewer {
+        let path = match &request.output {
+            Some(path) => path.clone(),
+            None => std::env::temp_dir().join(format!(
+                "cpuprof-{}-callgraph.{}",
+                std::process::id(),
+                request.format.extension()
+            )),
+        };
+        fs::write(&path, &bytes).with_context(|| format!("{}: cannot write", path.display()))?;
+        open_viewer(viewer, &path);
+        return Ok(0);
+    }
+    match &request.output {
+        Some(path) => {
+            fs::write(path, &bytes).with_context(|| format!("{}: cannot write", path.display()))?
+        }
+        None => {
+            let stdout = io::stdout();
+            if request.format.is_binary() && stdout.is_terminal() {
+                bail!(
+                    "refusing to write {} to a terminal: use -o FILE or redirect standard output",
+                    request.format.name()
+                );
+            }
+            let mut lock = stdout.lock();
+            lock.write_all(&bytes)?;
+            lock.flush()?;
+        }
+    }
+    Ok(0)
+}
+
+/// The bytes of the requested format.
+fn render(graph: &CallGraph, request: &GraphRequest) -> Result<Vec<u8>> {
+    let format = request.format;
+    let dot_installed = which("dot").is_some();
+    let use_dot = match format {
+        GraphFormat::Dot => false,
+        GraphFormat::Svg => match request.layout {
+            Some(LayoutEngine::Builtin) => false,
+            Some(LayoutEngine::Dot) => true,
+            None => dot_installed,
+        },
+        _ => true,
+    };
+    if !use_dot {
+        return Ok(match format {
+            GraphFormat::Svg => svg::render_svg(&graph.picture()).into_bytes(),
+            _ => {
+                let mut out = Vec::new();
+                dot::write(&mut out, graph, DotTarget::Plain)?;
+                out
+            }
+        });
+    }
+    if !dot_installed {
+        bail!(
+            "{} output needs Graphviz's `dot`, which is not installed (Debian: apt-get install graphviz); \
+             --dot and --svg (built-in layout) work without it",
+            format.name()
+        );
+    }
+    let target = if format == GraphFormat::Svg {
+        DotTarget::Svg
+    } else {
+        DotTarget::Plain
+    };
+    let mut source = Vec::new();
+    dot::write(&mut source, graph, target)?;
+    run_dot(&source, format.dot_format())
+}
+
+/// Runs `dot -T<format>` on `source`.
+fn run_dot(source: &[u8], format: &str) -> Result<Vec<u8>> {
+    let mut child = Command::new("dot")
+        .arg(format!("-T{format}"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run dot")?;
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let source = source.to_vec();
+    // Feed dot from another thread: it may fill its output pipe before it
+    // has read all its input.
+    let feeder = std::thread::spawn(move || stdin.write_all(&source));
+    let mut stderr = child.stderr.take().expect("piped stderr");
+    let errors = std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        text
+    });
+    let mut output = Vec::new();
+    child
+        .stdout
+        .take()
+        .expect("piped stdout")
+        .read_to_end(&mut output)
+        .context("reading dot's output")?;
+    let status = child.wait().context("waiting for dot")?;
+    let fed = feeder.join().expect("dot input thread");
+    let errors = errors.join().expect("dot error thread");
+    if !status.success() {
+        bail!("dot -T{format} failed ({status}): {}", errors.trim());
+    }
+    fed.context("writing to dot")?;
+    Ok(output)
+}
+
+/// True when a graphical session is there to show a window.
+fn has_display() -> bool {
+    ["DISPLAY", "WAYLAND_DISPLAY"]
+        .iter()
+        .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
+}
+
+/// Starts the viewer on `path` in the background; prints the path when no
+/// viewer can be started.
+fn open_viewer(viewer: Viewer, path: &Path) {
+    let command: Option<(String, Vec<String>)> = match viewer {
+        Viewer::Gv => which("gv").map(|_| ("gv".to_string(), Vec::new())),
+        Viewer::Evince => which("evince").map(|_| ("evince".to_string(), Vec::new())),
+        Viewer::Web => match std::env::var("BROWSER") {
+            // $BROWSER may carry arguments ("firefox --new-window").
+            Ok(browser) if !browser.trim().is_empty() => {
+                let mut words = browser.split_whitespace().map(str::to_string);
+                words.next().map(|program| (program, words.collect()))
+            }
+            _ => which("xdg-open").map(|_| ("xdg-open".to_string(), Vec::new())),
+        },
+    };
+    let name = match viewer {
+        Viewer::Gv => "gv",
+        Viewer::Evince => "evince",
+        Viewer::Web => "a browser ($BROWSER or xdg-open)",
+    };
+    let started = match &command {
+        Some((program, args)) if has_display() => Command::new(program)
+            .args(args)
+            .arg(path)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .is_ok(),
+        _ => false,
+    };
+    if started {
+        eprintln!("cpuprof: opened {} in {name}", path.display());
+    } else {
+        let why = if has_display() {
+            format!("cannot start {name}")
+        } else {
+            "no display".to_string()
+        };
+        eprintln!("cpuprof: wrote the call graph; {why} to show it");
+        println!("{}", path.display());
+    }
+}

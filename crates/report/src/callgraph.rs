@@ -1,0 +1,325 @@
+//! The call graph as the graphical outputs show it: the [`Graph`] trimmed
+//! by the rules of the guide's "Controlling the Call Graph Display", as
+//! perl pprof's `PrintDot` applies them, with the numbers of its "Node
+//! Information", "Edge Information" and "Meta Information".
+//!
+//! [`CallGraph::build`] keeps the nodes and edges; [`crate::dot`] writes
+//! them as Graphviz DOT and [`CallGraph::picture`] turns them into the
+//! [`GraphPicture`] the built-in SVG writer draws.
+//!
+//! Trimming, exactly as pprof does it, with `total` the sum of the flat
+//! values shown (the "Focusing on" number):
+//! - nodes sorted by |cum| descending (ties by name); the first
+//!   `--nodecount` are candidates, and of those the ones with
+//!   |cum| ≤ `int(nodefraction × total)` are dropped;
+//! - edges: only between kept nodes that are adjacent in some stack; taken
+//!   in order of decreasing weight, an edge is kept if it is the first one
+//!   into its callee (so every kept node stays reachable), else dropped if
+//!   its weight is ≤ `int(edgefraction × total)` or if its caller already
+//!   has `--maxdegree` kept out-edges or its callee `--maxdegree` kept
+//!   in-edges.
+
+use crate::graph::Graph;
+use crate::layout::{Align, TextLine};
+use crate::options::Options;
+use crate::stacks::{FrameId, Stacks};
+use crate::svg::{GraphPicture, PictureEdge, PictureNode};
+use crate::text::{percent, percent_base, unit_word};
+
+/// pprof's default `--nodecount` for graphs.
+pub const DEFAULT_NODECOUNT: usize = 80;
+
+/// A kept node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallGraphNode {
+    /// Its frame in the [`Stacks`].
+    pub frame: FrameId,
+    /// The frame's name.
+    pub name: String,
+    /// Local (flat) value.
+    pub flat: i64,
+    /// Cumulative value.
+    pub cum: i64,
+}
+
+/// A kept edge, caller → callee.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallGraphEdge {
+    /// Index of the caller in [`CallGraph::nodes`].
+    pub caller: usize,
+    /// Index of the callee in [`CallGraph::nodes`].
+    pub callee: usize,
+    /// Value of the samples in which the caller called the callee.
+    pub weight: i64,
+    /// The callee is an inlined call (drawn dashed).
+    pub inlined: bool,
+}
+
+/// The trimmed call graph and its legend numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CallGraph {
+    /// The program, first line of the legend.
+    pub program: String,
+    /// What the values count (`samples`).
+    pub unit: String,
+    /// Total of all samples, before focus and ignore ("Total samples").
+    pub grand_total: i64,
+    /// Total of the flat values shown, percentages are relative to it
+    /// ("Focusing on").
+    pub local_total: i64,
+    /// Nodes with |cum| at most this were dropped.
+    pub node_limit: i64,
+    /// Edges with weight at most this were dropped (unless needed to reach
+    /// their callee).
+    pub edge_limit: i64,
+    /// Kept nodes, by |cum| descending then name: `N1`, `N2`, … in DOT.
+    pub nodes: Vec<CallGraphNode>,
+    /// Kept edges, by weight descending.
+    pub edges: Vec<CallGraphEdge>,
+}
+
+/// Nothing is left to draw (pprof: "No nodes to print").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NoNodes;
+
+impl std::fmt::Display for NoNodes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(
+            "no nodes to print (every node is below --nodefraction, or the profile is empty)",
+        )
+    }
+}
+
+impl std::error::Error for NoNodes {}
+
+impl CallGraph {
+    /// Trims `graph` (built with edges) by `options`: `nodecount` (default
+    /// [`DEFAULT_NODECOUNT`]), `nodefraction`, `edgefraction`, `maxdegree`.
+    pub fn build(
+        program: &str,
+        stacks: &Stacks,
+        graph: &Graph,
+        options: &Options,
+    ) -> Result<CallGraph, NoNodes> {
+        let local_total = percent_base(graph);
+        // pprof truncates the limits to integers.
+        let node_limit = (options.nodefraction * local_total as f64) as i64;
+        let edge_limit = (options.edgefraction * local_total as f64) as i64;
+        let nodecount = options.nodecount.unwrap_or(DEFAULT_NODECOUNT);
+
+        let mut order: Vec<usize> = (0..graph.nodes.len())
+            .filter(|&i| graph.nodes[i].flat != 0 || graph.nodes[i].cum != 0)
+            .collect();
+        let name = |i: usize| stacks.frame(FrameId(i as u32)).name.as_str();
+        order.sort_by(|&a, &b| {
+            graph.nodes[b]
+                .cum
+                .abs()
+                .cmp(&graph.nodes[a].cum.abs())
+                .then_with(|| name(a).cmp(name(b)))
+        });
+        order.truncate(nodecount);
+        // pprof drops from the end while |cum| <= limit; the list is sorted
+        // by |cum|, so that is every candidate at or below the limit.
+        while order
+            .last()
+            .is_some_and(|&i| graph.nodes[i].cum.abs() <= node_limit)
+        {
+            order.pop();
+        }
+        if order.is_empty() {
+            return Err(NoNodes);
+        }
+        let mut index_of = vec![usize::MAX; graph.nodes.len()];
+        let nodes: Vec<CallGraphNode> = order
+            .iter()
+            .enumerate()
+            .map(|(index, &i)| {
+                index_of[i] = index;
+                CallGraphNode {
+                    frame: FrameId(i as u32),
+                    name: name(i).to_string(),
+                    flat: graph.nodes[i].flat,
+                    cum: graph.nodes[i].cum,
+                }
+            })
+            .collect();
+
+        // Graph::build sorts edges by |weight| descending (ties by caller,
+        // callee): the order pprof considers them in.
+        let mut indegree = vec![0usize; nodes.len()];
+        let mut outdegree = vec![0usize; nodes.len()];
+        let mut edges = Vec::new();
+        for edge in &graph.edges {
+            let (caller, callee) = (index_of[edge.caller.index()], index_of[edge.callee.index()]);
+            if caller == usize::MAX || callee == usize::MAX {
+                continue;
+            }
+            let keep = if indegree[callee] == 0 {
+                true
+            } else if edge.weight.abs() <= edge_limit {
+                false
+            } else {
+                outdegree[caller] < options.maxdegree && indegree[callee] < options.maxdegree
+            };
+            if keep {
+                outdegree[caller] += 1;
+                indegree[callee] += 1;
+                edges.push(CallGraphEdge {
+                    caller,
+                    callee,
+                    weight: edge.weight,
+                    inlined: edge.inlined,
+                });
+            }
+        }
+        Ok(CallGraph {
+            program: program.to_string(),
+            unit: unit_word(stacks),
+            grand_total: stacks.grand_total,
+            local_total,
+            node_limit,
+            edge_limit,
+            nodes,
+            edges,
+        })
+    }
+
+    /// The legend lines ("Meta Information").
+    pub fn legend(&self) -> Vec<String> {
+        vec![
+            self.program.clone(),
+            format!("Total {}: {}", self.unit, self.grand_total),
+            format!("Focusing on: {}", self.local_total),
+            format!(
+                "Dropped nodes with <= {} abs({})",
+                self.node_limit, self.unit
+            ),
+            format!("Dropped edges with <= {} {}", self.edge_limit, self.unit),
+        ]
+    }
+
+    /// The graph's title: `program; N samples`.
+    pub fn title(&self) -> String {
+        format!("{}; {} {}", self.program, self.grand_total, self.unit)
+    }
+
+    /// pprof's font size of a node: `8 + 50·√(|flat| / total)`.
+    pub fn font_size(&self, node: &CallGraphNode) -> f64 {
+        if self.local_total != 0 {
+            8.0 + 50.0 * (node.flat as f64 / self.local_total as f64).abs().sqrt()
+        } else {
+            8.0
+        }
+    }
+
+    /// The name lines of a node: pprof breaks names at whitespace and at
+    /// `::` ("Class Name", "Method Name").
+    pub fn name_lines(name: &str) -> Vec<String> {
+        name.split_whitespace()
+            .flat_map(|word| word.split("::"))
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// The value lines of a node: `flat (pct)`, and `of cum (pct)` when
+    /// cum differs from flat.
+    pub fn value_lines(&self, node: &CallGraphNode) -> Vec<String> {
+        let mut lines = vec![format!(
+            "{} ({})",
+            node.flat,
+            percent(node.flat, self.local_total)
+        )];
+        if node.flat != node.cum {
+            lines.push(format!(
+                "of {} ({})",
+                node.cum,
+                percent(node.cum, self.local_total)
+            ));
+        }
+        lines
+    }
+
+    /// The picture the built-in SVG writer draws.
+    pub fn picture(&self) -> GraphPicture {
+        let total = self.local_total as f64;
+        let share = |value: i64| {
+            if total != 0.0 {
+                value as f64 / total
+            } else {
+                0.0
+            }
+        };
+        GraphPicture {
+            title: self.title(),
+            legend: self.legend(),
+            nodes: self
+                .nodes
+                .iter()
+                .map(|node| {
+                    let mut lines: Vec<TextLine> = Self::name_lines(&node.name)
+                        .into_iter()
+                        .map(|text| TextLine {
+                            text,
+                            align: Align::Center,
+                        })
+                        .collect();
+                    lines.extend(self.value_lines(node).into_iter().map(|text| TextLine {
+                        text,
+                        align: Align::Right,
+                    }));
+                    PictureNode {
+                        name: format!(
+                            "{} | flat {} ({}) | cum {} ({})",
+                            node.name,
+                            node.flat,
+                            percent(node.flat, self.local_total),
+                            node.cum,
+                            percent(node.cum, self.local_total)
+                        ),
+                        lines,
+                        font_size: self.font_size(node),
+                        cum_fraction: share(node.cum),
+                    }
+                })
+                .collect(),
+            edges: self
+                .edges
+                .iter()
+                .map(|edge| PictureEdge {
+                    from: edge.caller,
+                    to: edge.callee,
+                    weight: edge.weight.abs() as f64,
+                    label: edge.weight.to_string(),
+                    fraction: share(edge.weight),
+                    dashed: edge.inlined,
+                    tooltip: format!(
+                        "{} -> {} ({} {})",
+                        self.nodes[edge.caller].name,
+                        self.nodes[edge.callee].name,
+                        edge.weight,
+                        self.unit
+                    ),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_break_at_spaces_and_scopes() {
+        assert_eq!(
+            CallGraph::name_lines("std::vector::push_back"),
+            ["std", "vector", "push_back"]
+        );
+        assert_eq!(
+            CallGraph::name_lines("burn_a spin.c:42"),
+            ["burn_a", "spin.c:42"]
+        );
+        assert_eq!(CallGraph::name_lines("main"), ["main"]);
+    }
+}

@@ -1,0 +1,188 @@
+//! The interactive HTML flame graph: one self-contained page. The whole
+//! tree is embedded as JSON and the embedded script draws the frames wide
+//! enough to see at the current zoom as inline SVG, so zooming into a
+//! frame reveals detail that was too narrow to draw at full view.
+
+use std::fmt::Write;
+
+use super::layout::*;
+use super::svg::xml;
+use super::{FlameOrientation, Page};
+
+const SCRIPT: &str = include_str!("flame.js");
+/// Space above the frames: the page's header, outside the SVG, holds the
+/// title and the totals.
+const HTML_TOP: f64 = 4.0;
+const STYLE: &str = include_str!("flame.css");
+
+pub(super) fn render(page: &Page) -> String {
+    let tree = page.tree;
+    let mut html = String::with_capacity(4096 + tree.len() * 24 + tree.names().len() * 32);
+    let title = xml(&page.input.title);
+    html.push_str("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n");
+    let _ = writeln!(html, "<title>{title}</title>");
+    // Recorded first, so that even a script that fails to parse is seen by
+    // the self-test (which reads the attribute back from the DOM).
+    html.push_str(
+        "<script>window.addEventListener('error',function(e){var d=document.documentElement;\
+         d.setAttribute('data-errors',(d.getAttribute('data-errors')||'')+\
+         (e.message||'error')+' @'+(e.lineno||0)+';');});</script>\n",
+    );
+    let _ = writeln!(html, "<style>\n{STYLE}</style>\n</head>\n<body>");
+    let _ = writeln!(html, "<header>\n<h1>{title}</h1>");
+    let _ = writeln!(
+        html,
+        "<div id=\"totals\">{}</div>",
+        xml(&page.totals_line())
+    );
+    html.push_str(
+        "<div id=\"controls\">\
+         <button id=\"reset\" type=\"button\" title=\"Show the whole graph (Esc)\">Reset zoom</button> \
+         <input id=\"search\" type=\"search\" placeholder=\"Search: regular expression\" \
+         title=\"Highlight the frames whose name matches (Ctrl+F)\" spellcheck=\"false\"> \
+         <span id=\"matched\"></span>\
+         </div>\n</header>\n",
+    );
+    html.push_str(
+        "<div id=\"chart\"><svg id=\"flame\" xmlns=\"http://www.w3.org/2000/svg\"></svg></div>\n\
+         <div id=\"status\"></div>\n<div id=\"tooltip\" hidden></div>\n\
+         <noscript>This flame graph needs JavaScript; use the SVG output for a static image.</noscript>\n",
+    );
+    html.push_str("<script type=\"application/json\" id=\"flame-data\">");
+    write_data(&mut html, page);
+    html.push_str("</script>\n<script>\n");
+    html.push_str(SCRIPT);
+    html.push_str("</script>\n</body>\n</html>\n");
+    html
+}
+
+/// The tree as JSON: names (sorted), palette, and per node in preorder
+/// `name, value, depth, colour`; in a diff also the base per node.
+fn write_data(out: &mut String, page: &Page) {
+    let tree = page.tree;
+    out.push('{');
+    out.push_str("\"title\":");
+    json_string(out, &page.input.title);
+    out.push_str(",\"unit\":");
+    json_string(out, &page.input.unit);
+    let _ = write!(out, ",\"total\":{}", page.input.total);
+    let _ = write!(
+        out,
+        ",\"layout\":{{\"xPad\":{X_PAD},\"frameHeight\":{FRAME_HEIGHT},\"fontSize\":{FONT_SIZE},\
+         \"charWidth\":{CHAR_WIDTH},\"top\":{HTML_TOP},\"bottom\":{BOTTOM},\"minFramePx\":{},\
+         \"icicle\":{},\"fontFamily\":",
+        page.options.min_frame_px(),
+        page.options.orientation == FlameOrientation::Icicle
+    );
+    json_string(out, FONT_FAMILY);
+    out.push_str(",\"matchColor\":");
+    json_string(out, MATCH_COLOR);
+    out.push('}');
+    out.push_str(",\"names\":[");
+    for (i, name) in tree.names().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_string(out, name);
+    }
+    out.push_str("],\"palette\":[");
+    for (i, colour) in page.palette.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        json_string(out, colour);
+    }
+    out.push_str("],\"nodes\":[");
+    for (i, node) in tree.nodes().iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        push_int(out, node.name as i64);
+        out.push(',');
+        push_int(out, node.value);
+        out.push(',');
+        push_int(out, node.depth as i64);
+        out.push(',');
+        push_int(out, page.node_color[i] as i64);
+    }
+    out.push(']');
+    if tree.is_diff() {
+        out.push_str(",\"base\":[");
+        for (i, node) in tree.nodes().iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            push_int(out, node.base);
+        }
+        out.push(']');
+    }
+    out.push('}');
+}
+
+/// Appends `value` in decimal: `write!` costs several times more, and a
+/// big tree has millions of numbers.
+fn push_int(out: &mut String, value: i64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value.unsigned_abs();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    if value < 0 {
+        out.push('-');
+    }
+    // The digits are ASCII.
+    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+}
+
+/// A JSON string that is also safe inside a `<script>` element: `<`, `>`
+/// and `&` are escaped so no name can close the element.
+fn json_string(out: &mut String, text: &str) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integers_are_written_in_decimal() {
+        for value in [0, 7, 10, 1234567890, -5, i64::MAX, i64::MIN] {
+            let mut out = String::new();
+            push_int(&mut out, value);
+            assert_eq!(out, value.to_string());
+        }
+    }
+
+    #[test]
+    fn json_strings_cannot_close_the_script() {
+        let mut out = String::new();
+        json_string(&mut out, "a</script><b>&\"\\\n\u{1}\u{2028}é");
+        assert_eq!(
+            out,
+            "\"a\\u003c/script\\u003e\\u003cb\\u003e\\u0026\\\"\\\\\\n\\u0001\\u2028é\""
+        );
+    }
+}

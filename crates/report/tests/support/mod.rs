@@ -1,0 +1,3 @@
+//! Shared test support.
+#![allow(dead_code)]
+pub mod synthetic;
