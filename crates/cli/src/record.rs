@@ -100,10 +100,13 @@ pub fn run(args: Args) -> Result<i32> {
         .map(|m| m.len() == 0)
         .unwrap_or(true)
     {
-        bail!(
-            "{}: no profile was written (is the command a setuid program, or statically linked?)",
+        // The command ended without exit() (_exit, SIGKILL), is setuid, or
+        // is statically linked: nothing to report, but its status stands.
+        eprintln!(
+            "cpuprof: {}: no profile was written (the command ended without exit(), or is setuid or statically linked)",
             output.display()
         );
+        return Ok(code);
     }
     if args.nodecount > 0 {
         print_report(&output, &[], args.nodecount)?;
