@@ -38,7 +38,8 @@ fn next_symbol(slot: &AtomicUsize, name: &std::ffi::CStr) -> usize {
     ptr
 }
 
-type ExecVE = unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
+type ExecVE =
+    unsafe extern "C" fn(*const c_char, *const *const c_char, *const *const c_char) -> c_int;
 type ExecV = unsafe extern "C" fn(*const c_char, *const *const c_char) -> c_int;
 
 macro_rules! no_such_function {
@@ -54,7 +55,11 @@ macro_rules! no_such_function {
 /// # Safety
 /// Same contract as libc's `execve`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+pub unsafe extern "C" fn execve(
+    path: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     let real = next_symbol(&REAL, c"execve");
     if real == 0 {
@@ -70,7 +75,11 @@ pub unsafe extern "C" fn execve(path: *const c_char, argv: *const *const c_char,
 /// # Safety
 /// Same contract as libc's `execvpe`.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn execvpe(file: *const c_char, argv: *const *const c_char, envp: *const *const c_char) -> c_int {
+pub unsafe extern "C" fn execvpe(
+    file: *const c_char,
+    argv: *const *const c_char,
+    envp: *const *const c_char,
+) -> c_int {
     static REAL: AtomicUsize = AtomicUsize::new(0);
     let real = next_symbol(&REAL, c"execvpe");
     if real == 0 {
