@@ -177,3 +177,38 @@ fn fork_with_exit_in_child_keeps_the_parents_file() {
         );
     }
 }
+
+/// CPUPROFILE_FLUSH_SECONDS=1: the profile on disk is complete and readable
+/// while the program runs, so SIGKILL (which nothing can catch) loses at
+/// most the last second.
+#[test]
+fn periodic_flush_survives_sigkill() {
+    let dir = tempdir();
+    let (spin, _) = build_spin(dir.path(), "spin", &[]);
+    let profile = dir.path().join("flush.prof");
+    let mut child = preloaded(&spin, &profile, 1000)
+        .args(["-s", "60"])
+        .env("CPUPROFILE_FLUSH_SECONDS", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_cpu_time(child.id(), 2.5);
+    // Give the last periodic write time to land, then kill without warning.
+    std::thread::sleep(Duration::from_millis(1200));
+    child.kill().unwrap();
+    let status = child.wait().unwrap();
+    assert_eq!(status.signal(), Some(libc::SIGKILL));
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    // ≥ 2.5 CPU-s were used; at most about one second may be missing.
+    assert!(
+        stacks.total() >= 1000,
+        "{} samples survived",
+        stacks.total()
+    );
+    assert!(stacks.cum("burn_a") > stacks.cum("burn_b"));
+    assert!(
+        files_starting_with(dir.path(), "flush.prof").len() == 1,
+        "no temporary file is left behind"
+    );
+}
