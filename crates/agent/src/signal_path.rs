@@ -15,8 +15,8 @@
 //!    `dladdr`, glibc `backtrace`, no thread-local storage (which may
 //!    allocate on first touch in a dlopen'd object). Modules come from an
 //!    immutable [`ModuleSnapshot`] built outside the handler.
-//! 4. **errno saved and restored**; the only system calls are `gettid` and
-//!    a `write` to the control thread's eventfd.
+//! 4. **errno saved and restored**; the only system calls are `gettid`,
+//!    `getpid` and a `write` to the control thread's eventfd.
 //! 5. **No panic**: no indexing (only `get`), no `unwrap`, checked
 //!    arithmetic; framehop runs with `MustNotAllocateDuringUnwind`.
 //! 6. **Memory reads stay within the interrupted thread's stack**
