@@ -413,3 +413,27 @@ fn setuid_programs_are_not_profiled() {
         eprintln!("SKIPPED: the temporary directory ignores setuid bits: {stderr}");
     }
 }
+
+/// A program written against gperftools' own header (libgoogle-perftools-dev)
+/// compiles unchanged and links with -lcpuprof instead of -lprofiler.
+#[test]
+fn gperftools_own_header_links_against_libcpuprof() {
+    if !std::path::Path::new("/usr/include/gperftools/profiler.h").exists() {
+        if cpuprof_testkit::peers_required() {
+            panic!("gperftools' profiler.h (libgoogle-perftools-dev) is missing");
+        }
+        eprintln!("SKIPPED: gperftools' profiler.h is not installed (libgoogle-perftools-dev)");
+        return;
+    }
+    let dir = tempdir();
+    let api = build_c_with(dir.path(), "api", true, None);
+    let profile = dir.path().join("theirs.prof");
+    let out = run_ok(std::process::Command::new(&api).arg("start").arg(&profile));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("running enabled=1"));
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    assert!(
+        stacks.cum("api_burn") >= 35,
+        "{} samples of api_burn",
+        stacks.cum("api_burn")
+    );
+}

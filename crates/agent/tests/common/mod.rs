@@ -54,6 +54,17 @@ pub fn tempdir() -> TempDir {
 /// Compiles `tests/c/NAME.c` into `dir/NAME` (no frame pointers, -O2 -g);
 /// with `link_agent`, against our header and `-lcpuprof`.
 pub fn build_c(dir: &Path, name: &str, link_agent: bool) -> PathBuf {
+    build_c_with(dir, name, link_agent, Some(&include_dir()))
+}
+
+/// Like [`build_c`], taking `<gperftools/profiler.h>` from `header_dir`
+/// (None: the system's, i.e. gperftools' own header).
+pub fn build_c_with(
+    dir: &Path,
+    name: &str,
+    link_agent: bool,
+    header_dir: Option<&Path>,
+) -> PathBuf {
     let output = dir.join(name);
     let mut cmd = Command::new("gcc");
     cmd.args(["-O2", "-g", "-fomit-frame-pointer", "-pthread"])
@@ -65,9 +76,10 @@ pub fn build_c(dir: &Path, name: &str, link_agent: bool) -> PathBuf {
     if link_agent {
         let lib_dir = agent_lib().parent().unwrap().to_path_buf();
         // -lcpuprof finds libcpuprof.so in lib_dir; the rpath finds it at run time.
-        cmd.arg("-I")
-            .arg(include_dir())
-            .arg(format!("-L{}", lib_dir.display()))
+        if let Some(header_dir) = header_dir {
+            cmd.arg("-I").arg(header_dir);
+        }
+        cmd.arg(format!("-L{}", lib_dir.display()))
             .arg(format!("-Wl,-rpath,{}", lib_dir.display()))
             .arg("-lcpuprof");
     }
