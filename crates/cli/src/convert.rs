@@ -1,10 +1,299 @@
-//! `cpuprof convert`.
+//! `cpuprof convert IN... -o OUT --to FORMAT`: read profiles of any
+//! formats (summed when several; `--base` subtracts one), and write them
+//! in another format, saying on standard error what the target format
+//! cannot hold.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cpuprof_profile::{collapsed, dcpi, gmon, gperftools, proto, Format, Profile, ReadOptions};
 
 /// Arguments of `cpuprof convert`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "\
+Inputs are recognized by content (gperftools, pprof profile.proto, gmon.out, \
+DCPI files or database directories, collapsed stacks); ELF files among them \
+are the profiled executables (gmon.out needs one for its pointer width and \
+symbols). Several profiles are summed.
 
-/// Runs `cpuprof convert`; returns the exit status.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("convert: this subcommand is being built")
+Examples:
+  cpuprof convert prog.prof -o prog.pb.gz --to pprof
+  cpuprof convert ./prog gmon.out -o prog.folded --to collapsed
+  cpuprof convert a.prof b.prof -o sum.prof --to gperftools
+  cpuprof convert prog.pb.gz -o dcpidb --to dcpi")]
+pub struct Args {
+    /// The format to write.
+    #[arg(long, value_enum)]
+    pub to: Target,
+    /// Where to write (a directory for --to dcpi: one file per image under
+    /// OUT/EPOCH/).
+    #[arg(short = 'o', long = "output", value_name = "OUT")]
+    pub output: PathBuf,
+    /// Subtract this profile from the sum of the inputs.
+    #[arg(long, value_name = "FILE")]
+    pub base: Option<PathBuf>,
+    /// For --to collapsed: which sample value (index or type name).
+    #[arg(long = "sample_index", alias = "sample-index", value_name = "N|NAME")]
+    pub sample_index: Option<String>,
+    /// DCPI database inputs: read only this epoch.
+    #[arg(long, value_name = "EPOCH")]
+    pub epoch: Option<String>,
+    /// Do not symbolize before writing formats that hold names (pprof,
+    /// collapsed).
+    #[arg(long = "no-symbolize")]
+    pub no_symbolize: bool,
+    /// Profiles, and ELF executables they belong to.
+    #[arg(required = true, value_name = "IN")]
+    pub inputs: Vec<PathBuf>,
+}
+
+/// The formats `convert` writes.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// gperftools' binary CPU profile.
+    Gperftools,
+    /// pprof's profile.proto, gzip-compressed.
+    Pprof,
+    /// Collapsed stacks, one `root;...;leaf count` line per stack.
+    Collapsed,
+    /// DCPI pdb 0.07: a database directory, one file per image.
+    Dcpi,
+    /// gprof's gmon.out (GNU format).
+    Gmon,
+}
+
+/// Runs `cpuprof convert`.
+pub fn run(args: Args) -> Result<i32> {
+    let mut binaries = Vec::new();
+    let mut profiles = Vec::new();
+    for path in &args.inputs {
+        if is_elf(path) {
+            binaries.push(path.clone());
+        } else {
+            profiles.push(path.clone());
+        }
+    }
+    if profiles.is_empty() {
+        bail!("no profile given: every input is an ELF binary");
+    }
+    let mut options =
+        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
+    options.dcpi_epoch = args.epoch.clone();
+    let symbolize = !args.no_symbolize && matches!(args.to, Target::Pprof | Target::Collapsed);
+    let mut loaded = Vec::new();
+    for p in &profiles {
+        loaded.push(load(p, &options, &binaries, symbolize)?);
+    }
+    let mut profile = cpuprof_profile::merge::merge(loaded).context("summing the inputs")?;
+    if let Some(base) = &args.base {
+        let mut base = load(base, &options, &binaries, symbolize)?;
+        base.scale(-1);
+        profile = cpuprof_profile::merge::merge(vec![profile, base]).context("--base")?;
+    }
+    let notes = write(&profile, &args)?;
+    for n in notes {
+        eprintln!("cpuprof: convert: dropped: {n}");
+    }
+    Ok(0)
+}
+
+fn is_elf(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
+        .is_ok_and(|_| &magic == b"\x7fELF")
+}
+
+fn load(
+    path: &Path,
+    options: &ReadOptions,
+    binaries: &[PathBuf],
+    symbolize: bool,
+) -> Result<Profile> {
+    let mut profile = if path.is_dir() {
+        let mut p = dcpi::load_database(path, options.dcpi_epoch.as_deref())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
+        p
+    } else {
+        let data =
+            std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let (format, mut p) = cpuprof_profile::read_profile(&data, options)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        if format == Format::Dcpi {
+            cpuprof_report::executable::resolve_dcpi_offsets(&mut p, binaries);
+        }
+        p
+    };
+    if symbolize {
+        let options = cpuprof_symbolize::Options {
+            binaries: binaries.to_vec(),
+            ..cpuprof_symbolize::Options::default()
+        };
+        for warning in cpuprof_symbolize::symbolize(&mut profile, &options) {
+            eprintln!("cpuprof: warning: {warning}");
+        }
+    }
+    Ok(profile)
+}
+
+fn create(path: &Path) -> Result<BufWriter<File>> {
+    Ok(BufWriter::new(File::create(path).with_context(|| {
+        format!("{}: cannot create", path.display())
+    })?))
+}
+
+/// Writes the profile in the target format; returns what was dropped.
+fn write(profile: &Profile, args: &Args) -> Result<Vec<String>> {
+    let out = &args.output;
+    let mut notes = Vec::new();
+    match args.to {
+        Target::Pprof => {
+            let mut f = create(out)?;
+            proto::write(profile, &mut f)?;
+            f.flush()?;
+        }
+        Target::Gperftools => {
+            if profile.samples.iter().any(|s| {
+                s.locations
+                    .first()
+                    .is_some_and(|&l| profile.location(l).address == 0)
+            }) {
+                bail!(
+                    "the profile has stacks without addresses (collapsed stacks hold names only): a gperftools profile needs program addresses"
+                );
+            }
+            notes.extend(gperftools_losses(profile));
+            let mut f = create(out)?;
+            gperftools::write(profile, &mut f)?;
+            f.flush()?;
+        }
+        Target::Collapsed => {
+            let index = sample_index(profile, args.sample_index.as_deref())?;
+            notes.extend(collapsed_losses(profile, index));
+            let mut f = create(out)?;
+            collapsed::write(profile, index, &mut f)?;
+            f.flush()?;
+        }
+        Target::Gmon => {
+            let (file, dropped) = gmon::from_profile(profile);
+            notes.extend(dropped);
+            let mut f = create(out)?;
+            gmon::write(&file, &mut f)?;
+            f.flush()?;
+        }
+        Target::Dcpi => {
+            let (files, dropped) = dcpi::from_profile(profile);
+            notes.extend(dropped);
+            if files.is_empty() {
+                bail!("the profile has no samples with addresses: nothing to write as DCPI");
+            }
+            let written = dcpi::write_database(out, &files)
+                .with_context(|| format!("{}: cannot write the DCPI database", out.display()))?;
+            for w in written {
+                eprintln!("cpuprof: convert: wrote {}", w.display());
+            }
+        }
+    }
+    Ok(notes)
+}
+
+fn sample_index(profile: &Profile, flag: Option<&str>) -> Result<usize> {
+    let Some(s) = flag else {
+        return Ok(profile.default_sample_index());
+    };
+    if let Ok(i) = s.parse::<usize>() {
+        if i < profile.sample_types.len() {
+            return Ok(i);
+        }
+    }
+    profile.sample_index(s).with_context(|| {
+        let types: Vec<String> = profile
+            .sample_types
+            .iter()
+            .enumerate()
+            .map(|(i, t)| format!("{i}={}", t.kind))
+            .collect();
+        format!(
+            "--sample_index={s}: the profile's sample types are {}",
+            types.join(", ")
+        )
+    })
+}
+
+/// What a gperftools profile cannot hold of `profile`.
+fn gperftools_losses(p: &Profile) -> Vec<String> {
+    let mut notes = Vec::new();
+    let kept = ["samples", "cpu"];
+    let others: Vec<String> = p
+        .sample_types
+        .iter()
+        .filter(|t| !kept.contains(&t.kind.as_str()))
+        .map(|t| format!("{}/{}", t.kind, t.unit))
+        .collect();
+    if !others.is_empty() {
+        notes.push(format!(
+            "sample types {} (a gperftools profile holds one sample count per stack)",
+            others.join(", ")
+        ));
+    }
+    let nonpositive = p
+        .samples
+        .iter()
+        .filter(|s| {
+            let i = p
+                .sample_index("samples")
+                .unwrap_or(p.default_sample_index());
+            s.values.get(i).copied().unwrap_or(0) <= 0
+        })
+        .count();
+    if nonpositive > 0 {
+        notes.push(format!("{nonpositive} samples with a count of 0 or less"));
+    }
+    if p.samples.iter().any(|s| !s.labels.is_empty()) {
+        notes.push("sample labels".into());
+    }
+    if !p.functions.is_empty() {
+        notes.push("symbol information (function names, files, lines, inline frames): gperftools profiles hold addresses".into());
+    }
+    if p.mappings.iter().any(|m| !m.build_id.is_empty()) {
+        notes.push("mapping build ids".into());
+    }
+    if !p.comments.is_empty() || p.time_nanos != 0 || p.duration_nanos != 0 {
+        notes.push("comments and collection time".into());
+    }
+    notes
+}
+
+/// What collapsed stacks cannot hold of `profile` at `index`.
+fn collapsed_losses(p: &Profile, index: usize) -> Vec<String> {
+    let mut notes = Vec::new();
+    if p.sample_types.len() > 1 {
+        let others: Vec<String> = p
+            .sample_types
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| *i != index)
+            .map(|(_, t)| format!("{}/{}", t.kind, t.unit))
+            .collect();
+        notes.push(format!(
+            "sample types {} (collapsed stacks hold one value)",
+            others.join(", ")
+        ));
+    }
+    if p.locations.iter().any(|l| !l.lines.is_empty()) {
+        notes.push(
+            "addresses, files and line numbers of symbolized frames (collapsed stacks hold names)"
+                .into(),
+        );
+    }
+    if !p.mappings.is_empty() {
+        notes.push("mappings".into());
+    }
+    if p.samples.iter().any(|s| !s.labels.is_empty()) {
+        notes.push("sample labels".into());
+    }
+    notes
 }

@@ -8,7 +8,7 @@ use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-use cpuprof_profile::{Profile, ReadOptions, Target};
+use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
@@ -76,6 +76,9 @@ pub struct Args {
     /// Keep the profiler's own signal-handling frames.
     #[arg(long = "keep-profiler-frames")]
     pub keep_profiler_frames: bool,
+    /// DCPI database directories: read only this epoch (subdirectory).
+    #[arg(long, value_name = "EPOCH")]
+    pub epoch: Option<String>,
     /// Do not symbolize (print addresses).
     #[arg(long = "no-symbolize")]
     pub no_symbolize: bool,
@@ -137,6 +140,18 @@ pub struct OutputArgs {
     /// for a static SVG).
     #[arg(long, value_name = "html|svg", num_args = 0..=1, require_equals = true, default_missing_value = "html")]
     pub icicle: Option<FlameFormat>,
+    /// gprof's own report (`gprof -b`: flat profile, call graph, index) of
+    /// gmon.out files; needs the executable. Several files are summed.
+    #[arg(long)]
+    pub gprof: bool,
+    /// One row per procedure and image, like DCPI's dcpiprof: samples, %,
+    /// cum %, procedure, image.
+    #[arg(long)]
+    pub dcpiprof: bool,
+    /// The (summed, symbolized) profile as a gzip-compressed pprof
+    /// profile.proto, for Go pprof and other tools (use -o FILE).
+    #[arg(long)]
+    pub proto: bool,
 }
 
 /// The one output of a run; each output is one variant, dispatched in
@@ -145,6 +160,9 @@ enum Output {
     Text,
     Flame(FlameOptions),
     Graph(GraphRequest),
+    Gprof,
+    Dcpiprof,
+    Proto,
 }
 
 impl OutputArgs {
@@ -152,6 +170,15 @@ impl OutputArgs {
     fn output(&self, layout: Option<LayoutEngine>, file: Option<PathBuf>) -> Output {
         if let Some(request) = self.graph(layout, file) {
             return Output::Graph(request);
+        }
+        if self.gprof {
+            return Output::Gprof;
+        }
+        if self.dcpiprof {
+            return Output::Dcpiprof;
+        }
+        if self.proto {
+            return Output::Proto;
         }
         let flame = |format, orientation| {
             Output::Flame(FlameOptions {
@@ -237,8 +264,15 @@ pub fn run(args: Args) -> Result<i32> {
     if profiles.is_empty() {
         bail!("no profile given: every input is an ELF binary");
     }
+    let output = args.output.output(args.layout, args.output_file.clone());
+    if matches!(output, Output::Gprof) {
+        // gprof's report reads gmon.out natively, not the profile model.
+        return gprof_report(&args, &binaries, &profiles);
+    }
     let symbolize_options = symbolize_options(&args, &binaries);
-    let read_options = read_options(&binaries);
+    let mut read_options =
+        cpuprof_report::executable::read_options_for(binaries.first().map(PathBuf::as_path));
+    read_options.dcpi_epoch = args.epoch.clone();
 
     let mut loaded = Vec::with_capacity(profiles.len());
     for path in &profiles {
@@ -250,7 +284,6 @@ pub fn run(args: Args) -> Result<i32> {
         )?);
     }
     let mut profile = sum(loaded)?;
-    let output = args.output.output(args.layout, args.output_file.clone());
     let mut base = None;
     if let Some(path) = &args.base {
         let mut loaded = load(path, &read_options, &symbolize_options, args.no_symbolize)?;
@@ -330,6 +363,21 @@ fn render(
             }
             graph_output::write(&call_graph, request)?;
         }
+        Output::Dcpiprof => {
+            let index = cx
+                .options
+                .sample_index
+                .unwrap_or_else(|| cx.profile.default_sample_index());
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::dcpiprof::write(cx.profile, index, &mut out)?;
+            out.flush()?;
+        }
+        Output::Proto => {
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_profile::proto::write(cx.profile, &mut out)?;
+            out.flush()?;
+        }
+        Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
     }
     Ok(())
 }
@@ -369,19 +417,47 @@ fn classify_inputs(inputs: &[PathBuf]) -> Result<(Vec<PathBuf>, Vec<PathBuf>)> {
     Ok((binaries, profiles))
 }
 
-/// Pointer width and byte order from the first binary's ELF header (for
-/// formats whose files do not record them).
-fn read_options(binaries: &[PathBuf]) -> ReadOptions {
-    let target = binaries.first().and_then(|path| {
-        let mut ident = [0u8; 6];
-        let mut f = File::open(path).ok()?;
-        io::Read::read_exact(&mut f, &mut ident).ok()?;
-        Some(Target {
-            pointer_size: if ident[4] == 1 { 4 } else { 8 },
-            big_endian: ident[5] == 2,
-        })
-    });
-    ReadOptions { target }
+/// `--gprof`: gprof's brief report of the summed gmon.out files.
+fn gprof_report(args: &Args, binaries: &[PathBuf], profiles: &[PathBuf]) -> Result<i32> {
+    let Some(binary) = binaries.first() else {
+        bail!("--gprof needs the executable the gmon.out files were written by");
+    };
+    let exe =
+        std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
+    let mut symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
+    symbols.resolve_source_files(binary);
+    let target = cpuprof_report::executable::elf_target(&exe);
+    let mut sum: Option<gmon::GmonFile> = None;
+    for path in profiles {
+        let data =
+            std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+        let options = ReadOptions {
+            target,
+            ..ReadOptions::default()
+        };
+        match cpuprof_profile::detect_format_with(&data, &options) {
+            Some(Format::Gmon) => {}
+            Some(other) => bail!(
+                "{}: a {}, but --gprof reads gmon.out files only",
+                path.display(),
+                other.name()
+            ),
+            None => {}
+        }
+        let file =
+            gmon::read(&data, target).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        match &mut sum {
+            None => sum = Some(file),
+            Some(s) => s
+                .merge(file)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        }
+    }
+    let mut out = output_file(args.output_file.as_deref())?;
+    cpuprof_report::gprof::write_report(&sum.expect("at least one profile"), &symbols, &mut out)?;
+    out.flush()?;
+    Ok(0)
 }
 
 fn symbolize_options(args: &Args, binaries: &[PathBuf]) -> cpuprof_symbolize::Options {
@@ -402,14 +478,30 @@ fn load(
     symbolize_options: &cpuprof_symbolize::Options,
     no_symbolize: bool,
 ) -> Result<Profile> {
+    if path.is_dir() {
+        // A DCPI database: epochs of one profile per image.
+        let mut profile =
+            cpuprof_profile::dcpi::load_database(path, read_options.dcpi_epoch.as_deref())
+                .map_err(|e| anyhow::anyhow!(e))?;
+        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
+        if !no_symbolize {
+            for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
+                eprintln!("cpuprof: warning: {warning}");
+            }
+        }
+        return Ok(profile);
+    }
     let file = File::open(path).with_context(|| format!("{}: cannot open", path.display()))?;
     // SAFETY: the map is read-only and lives only while parsing; a profile
     // truncated by another process while we read it gives a parse error or
     // SIGBUS, as any reader of a file being rewritten would.
     let data = unsafe { memmap2::Mmap::map(&file) }
         .with_context(|| format!("{}: cannot read", path.display()))?;
-    let (_, mut profile) = cpuprof_profile::read_profile(&data, read_options)
+    let (format, mut profile) = cpuprof_profile::read_profile(&data, read_options)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    if format == Format::Dcpi {
+        cpuprof_report::executable::resolve_dcpi_offsets(&mut profile, &symbolize_options.binaries);
+    }
     if !no_symbolize {
         for warning in cpuprof_symbolize::symbolize(&mut profile, symbolize_options) {
             eprintln!("cpuprof: warning: {warning}");

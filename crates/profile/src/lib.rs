@@ -6,13 +6,23 @@
 //! report crate reads it. One module per format reads and writes it;
 //! [`read_profile`] detects the format by content, never by file name.
 //!
+//! Formats: [`gperftools`] (binary CPU profile), [`proto`] (pprof's
+//! profile.proto), [`gmon`] (gprof's gmon.out), [`dcpi`] (DCPI pdb
+//! 0.06/0.07 and its databases), [`collapsed`] (folded stacks).
+//!
 //! [`merge`] sums several profiles into one.
 #![deny(missing_docs)]
 
+pub mod collapsed;
+pub mod dcpi;
 pub mod error;
+pub mod gmon;
 pub mod gperftools;
 pub mod merge;
 pub mod model;
+pub mod proto;
+#[cfg(test)]
+mod testgen;
 
 pub use error::ParseError;
 pub use model::*;
@@ -22,6 +32,14 @@ pub use model::*;
 pub enum Format {
     /// gperftools' binary CPU profile.
     Gperftools,
+    /// pprof's profile.proto, gzip-compressed or raw.
+    Pprof,
+    /// gprof's gmon.out (GNU, 4.4BSD or old BSD layout).
+    Gmon,
+    /// A DCPI (pdb 0.06/0.07) per-image profile.
+    Dcpi,
+    /// Collapsed stacks (`root;...;leaf count` lines).
+    Collapsed,
 }
 
 impl Format {
@@ -29,6 +47,10 @@ impl Format {
     pub fn name(self) -> &'static str {
         match self {
             Format::Gperftools => "gperftools CPU profile",
+            Format::Pprof => "pprof profile.proto",
+            Format::Gmon => "gmon.out",
+            Format::Dcpi => "DCPI profile",
+            Format::Collapsed => "collapsed stacks",
         }
     }
 }
@@ -40,6 +62,18 @@ pub struct ReadOptions {
     /// Pointer width (4 or 8) and byte order of the profiled program, when
     /// a binary was given (gmon.out has neither in the file).
     pub target: Option<Target>,
+    /// The start addresses of the executable's symbols as gprof sees them
+    /// (the report crate's `gprof::GprofSymbols::starts`), so gmon.out
+    /// histogram bins spanning two functions are split the way gprof
+    /// credits them. Without it each bin goes to its first address.
+    pub gmon_symbol_starts: Option<Vec<u64>>,
+    /// The executable's loadable segments as mappings at their link-time
+    /// addresses, given to profiles that hold link-time addresses of the
+    /// executable (gmon.out) so that the symbolizer finds the file.
+    pub executable_mappings: Vec<Mapping>,
+    /// For a DCPI database directory: read only this epoch (a
+    /// subdirectory name) instead of all of them.
+    pub dcpi_epoch: Option<String>,
 }
 
 /// The pointer width and byte order of a program.
@@ -51,27 +85,155 @@ pub struct Target {
     pub big_endian: bool,
 }
 
+/// gperftools' header (slots 0, 3, 0, period): the version slot must be
+/// zero, which keeps BSD gmon.out files of programs linked at address 0
+/// (whose first word is zero too) from being taken for one.
+fn is_gperftools(data: &[u8]) -> bool {
+    match gperftools::detect(data) {
+        Some(layout) => {
+            let version = match layout.width {
+                gperftools::Width::W64 => data.get(16..24),
+                gperftools::Width::W32 => data.get(8..12),
+            };
+            // A file cut before the version slot is still claimed, so that
+            // the gperftools reader reports where it ends.
+            version.is_none_or(|v| v.iter().all(|&b| b == 0))
+        }
+        None => false,
+    }
+}
+
 /// Which format `data` is in, judged by its content alone.
 pub fn detect_format(data: &[u8]) -> Option<Format> {
-    if gperftools::sniff(data) {
+    detect_format_with(data, &ReadOptions::default())
+}
+
+/// Which format `data` is in, judged by its content (and the program's
+/// layout when known, for BSD gmon.out files, which have no magic number
+/// and are recognized by parsing to their exact end).
+pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> {
+    if gmon::sniff_gnu(data) {
+        return Some(Format::Gmon);
+    }
+    if proto::is_gzip(data) {
+        return Some(Format::Pprof);
+    }
+    if dcpi::sniff(data) {
+        return Some(Format::Dcpi);
+    }
+    if is_gperftools(data) {
         return Some(Format::Gperftools);
+    }
+    if gmon::sniff_bsd(data, options.target) {
+        return Some(Format::Gmon);
+    }
+    if proto::sniff(data) {
+        return Some(Format::Pprof);
+    }
+    if collapsed::sniff(data) {
+        return Some(Format::Collapsed);
     }
     None
 }
 
 /// Reads a profile in any supported format, detected by content.
-pub fn read_profile(data: &[u8], _options: &ReadOptions) -> Result<(Format, Profile), ParseError> {
-    match detect_format(data) {
-        Some(Format::Gperftools) => Ok((Format::Gperftools, gperftools::read(data)?)),
-        None if data.is_empty() => Err(ParseError::new(
-            "profile",
-            0,
-            "empty file: expected a profile",
-        )),
-        None => Err(ParseError::new(
-            "profile",
-            0,
-            "unrecognized content: expected a gperftools CPU profile",
-        )),
+pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profile), ParseError> {
+    let format = match detect_format_with(data, options) {
+        Some(f) => f,
+        None if data.is_empty() => {
+            return Err(ParseError::new("profile", 0, "empty file: expected a profile"))
+        }
+        None => {
+            return Err(ParseError::new(
+                "profile",
+                0,
+                "unrecognized content: expected a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile or collapsed stacks",
+            ))
+        }
+    };
+    let profile = match format {
+        Format::Gperftools => gperftools::read(data)?,
+        Format::Pprof => proto::read(data)?,
+        Format::Gmon => {
+            let file = gmon::read(data, options.target)?;
+            let mut p = gmon::to_profile(&file, options.gmon_symbol_starts.as_deref());
+            attach_mappings(&mut p, &options.executable_mappings);
+            p
+        }
+        Format::Dcpi => {
+            let file = dcpi::read(data)?;
+            dcpi::to_profile(std::slice::from_ref(&file))
+                .map_err(|m| ParseError::new(Format::Dcpi.name(), 0, m))?
+        }
+        Format::Collapsed => collapsed::read(data)?,
+    };
+    Ok((format, profile))
+}
+
+/// Gives `profile` the executable's mappings and attaches every location
+/// inside one of them.
+pub fn attach_mappings(profile: &mut Profile, mappings: &[Mapping]) {
+    if mappings.is_empty() {
+        return;
+    }
+    profile.mappings = mappings.to_vec();
+    profile.mappings.sort_by_key(|m| (m.start, m.limit));
+    for i in 0..profile.locations.len() {
+        let address = profile.locations[i].address;
+        profile.locations[i].mapping = profile.mapping_of(address);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_format_is_detected_by_content() {
+        let mut b = ProfileBuilder::new(cpu_sample_types());
+        b.profile.period = 10_000_000;
+        b.profile.period_type = ValueType::new("cpu", "nanoseconds");
+        let l = b.location_at(0x401000);
+        b.add_sample(vec![l], vec![1, 10_000_000]);
+        let p = b.finish();
+        let mut g = Vec::new();
+        gperftools::write(&p, &mut g).unwrap();
+        assert_eq!(detect_format(&g), Some(Format::Gperftools));
+        let mut pb = Vec::new();
+        proto::write(&p, &mut pb).unwrap();
+        assert_eq!(detect_format(&pb), Some(Format::Pprof));
+        let mut raw = Vec::new();
+        proto::write_raw(&p, &mut raw).unwrap();
+        assert_eq!(detect_format(&raw), Some(Format::Pprof));
+        let (gm, _) = gmon::from_profile(&p);
+        let mut gb = Vec::new();
+        gmon::write(&gm, &mut gb).unwrap();
+        assert_eq!(detect_format(&gb), Some(Format::Gmon));
+        let (d, _) = dcpi::from_profile(&p);
+        let mut db = Vec::new();
+        dcpi::write(&d[0], &mut db).unwrap();
+        assert_eq!(detect_format(&db), Some(Format::Dcpi));
+        assert_eq!(detect_format(b"main;f 3\n"), Some(Format::Collapsed));
+        assert_eq!(detect_format(b"hello world\n"), None);
+        let e = read_profile(b"hello world\n", &ReadOptions::default()).unwrap_err();
+        assert!(e.message.contains("unrecognized"), "{e}");
+        for data in [&g, &pb, &raw, &gb, &db] {
+            let (_, q) = read_profile(data, &ReadOptions::default()).unwrap();
+            assert_eq!(q.totals()[0], 1);
+        }
+    }
+
+    #[test]
+    fn old_bsd_gmon_of_a_pie_is_not_taken_for_gperftools() {
+        // lpc 0, hpc 0x1000, ncnt 20+8: starts with 8 zero bytes like a
+        // 64-bit gperftools header.
+        let mut d = Vec::new();
+        d.extend_from_slice(&0u64.to_le_bytes());
+        d.extend_from_slice(&0x1000u64.to_le_bytes());
+        d.extend_from_slice(&28u32.to_le_bytes());
+        d.extend_from_slice(&[1, 0, 2, 0, 3, 0, 4, 0]);
+        assert_eq!(detect_format(&d), Some(Format::Gmon));
+        let (_, p) = read_profile(&d, &ReadOptions::default()).unwrap();
+        assert_eq!(p.totals()[0], 10);
     }
 }

@@ -15,8 +15,11 @@
 #![deny(missing_docs)]
 
 pub mod callgraph;
+pub mod dcpiprof;
 pub mod dot;
+pub mod executable;
 pub mod flame;
+pub mod gprof;
 pub mod graph;
 pub mod layout;
 pub mod names;

@@ -1,163 +1,133 @@
 //! Symbolization: runtime addresses of a [`cpuprof_profile::Profile`] to
-//! functions, source files, lines and inline chains.
+//! functions, source files, lines and inline chains, in-process, from ELF
+//! symbol tables and DWARF.
 //!
-//! (Interim version on main while the full symbolizer is built on its own
-//! branch: symbol tables and DWARF lines of files named by the mappings.)
+//! The main types:
+//! - [`Binary`]: one ELF file, memory-mapped, with its separate debug file
+//!   (found through the build id or `.gnu_debuglink`) and, for dwz-processed
+//!   debug info, its supplementary file. It maps runtime addresses to file
+//!   addresses through the `PT_LOAD` segments, looks up symbols and DWARF
+//!   inline chains, and serves code bytes and line tables to the
+//!   disassembly and source listings. Binaries are reusable.
+//! - [`Symbolizer`]: symbolizes whole profiles, choosing a [`Binary`] for
+//!   each [`Mapping`](cpuprof_profile::Mapping) (the binaries named by the
+//!   user first, then the mapped files on disk) and caching the binaries it
+//!   opened. [`symbolize`] is the one-shot form.
+//! - [`demangle`]: C++ and Rust (legacy and v0) demangling, and the short
+//!   names pprof shows by default.
+//!
+//! Problems (a missing file, a mismatched binary, corrupt DWARF) are
+//! [`Warning`]s: the profile keeps the addresses it could not resolve and
+//! reports print them as pprof does.
 #![deny(missing_docs)]
 
+mod binary;
+mod crc32;
+mod debugfile;
+pub mod demangle;
+mod symbolizer;
+
+use std::fmt;
 use std::path::PathBuf;
 
-use cpuprof_profile::{Function, Line, Profile};
-use object::{Object, ObjectSegment, ObjectSymbol};
-use rustc_hash::FxHashMap;
+pub use binary::{Binary, Frame, Kind, Segment, Symbol};
+pub use symbolizer::{symbolize, Symbolizer};
 
-/// What to symbolize with.
+/// What to symbolize with and how.
 #[derive(Clone, Debug)]
 pub struct Options {
-    /// Binaries named on the command line.
+    /// Binaries named by the user. Each serves the profile's mapping with
+    /// the same path, else the one with the same build id, else the one
+    /// with the same file name, else the main executable's mapping. With
+    /// exactly one binary and a profile without file mappings (gmon.out,
+    /// DCPI), addresses are taken as that binary's link-time addresses.
     pub binaries: Vec<PathBuf>,
-    /// Directories with separate debug files.
+    /// Directories holding separate debug files: searched for
+    /// `.build-id/xx/yyyy.debug` and for `.gnu_debuglink` names under the
+    /// binary's directory. Default: `/usr/lib/debug`.
     pub debug_dirs: Vec<PathBuf>,
+    /// Demangle C++ and Rust names (the `name` of each function; its
+    /// `system_name` stays mangled). Default: true.
+    pub demangle: bool,
+    /// Report inlined functions as their own frames. Default: true. When
+    /// false each location gets only its real (outermost) function, at the
+    /// line of the call that was inlined.
+    pub inlines: bool,
 }
 
 impl Default for Options {
-    fn default() -> Self {
+    fn default() -> Options {
         Options {
             binaries: Vec::new(),
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
+            demangle: true,
+            inlines: true,
         }
     }
 }
 
-/// A problem that did not stop symbolization.
-#[derive(Clone, Debug)]
+/// A problem met while symbolizing: the affected addresses stay
+/// unsymbolized, everything else goes on.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Warning {
-    /// The message.
+    /// One line saying which file and what went wrong.
     pub message: String,
 }
 
-impl std::fmt::Display for Warning {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl Warning {
+    pub(crate) fn new(message: impl Into<String>) -> Warning {
+        Warning {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.message)
     }
 }
 
-/// Symbolizes every location of `profile` in place.
-pub fn symbolize(profile: &mut Profile, options: &Options) -> Vec<Warning> {
-    let mut warnings = Vec::new();
-    let mut functions: FxHashMap<Function, cpuprof_profile::FunctionId> = FxHashMap::default();
-    for (i, f) in profile.functions.iter().enumerate() {
-        functions.insert(f.clone(), cpuprof_profile::FunctionId::from_index(i));
+/// Why a [`Binary`] could not be opened.
+#[derive(Debug)]
+pub enum Error {
+    /// The file could not be read.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What the system said.
+        source: std::io::Error,
+    },
+    /// The file is not an ELF file, or its headers are corrupt.
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with the offset where known.
+        message: String,
+    },
+}
+
+impl Error {
+    /// True when the file does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound)
     }
-    for m in 0..profile.mappings.len() {
-        let mapping = profile.mappings[m].clone();
-        if mapping.path.is_empty() || mapping.path.starts_with('[') {
-            continue;
-        }
-        let path = options
-            .binaries
-            .iter()
-            .find(|b| {
-                b.file_name().map(|n| n.to_string_lossy().into_owned())
-                    == Some(mapping.base_name().to_string())
-            })
-            .cloned()
-            .unwrap_or_else(|| PathBuf::from(&mapping.path));
-        let Ok(data) = std::fs::read(&path) else {
-            warnings.push(Warning {
-                message: format!("{}: cannot read", path.display()),
-            });
-            continue;
-        };
-        let Ok(file) = object::File::parse(&*data) else {
-            continue;
-        };
-        let mut syms: Vec<(u64, u64, String)> = file
-            .symbols()
-            .filter(|s| s.kind() == object::SymbolKind::Text)
-            .filter_map(|s| Some((s.address(), s.size(), s.name().ok()?.to_string())))
-            .collect();
-        syms.sort();
-        let ctx = addr2line::Loader::new(&path).ok();
-        let segments: Vec<(u64, u64, u64)> = file
-            .segments()
-            .map(|s| (s.file_range().0, s.file_range().1, s.address()))
-            .collect();
-        for loc in profile.locations.iter_mut() {
-            if loc.mapping.map(|x| x.index()) != Some(m) || !loc.lines.is_empty() {
-                continue;
-            }
-            let off = loc.address - mapping.start + mapping.offset;
-            let Some(&(fo, _, va)) = segments
-                .iter()
-                .find(|(fo, sz, _)| *fo <= off && off < fo + sz)
-            else {
-                continue;
-            };
-            let addr = off - fo + va;
-            let mut lines = Vec::new();
-            if let Some(ctx) = &ctx {
-                if let Ok(mut frames) = ctx.find_frames(addr) {
-                    while let Ok(Some(fr)) = frames.next() {
-                        let name = fr
-                            .function
-                            .as_ref()
-                            .and_then(|f| f.demangle().ok())
-                            .map(|s| s.into_owned())
-                            .unwrap_or_default();
-                        let file = fr
-                            .location
-                            .as_ref()
-                            .and_then(|l| l.file)
-                            .unwrap_or("")
-                            .to_string();
-                        let line = fr.location.as_ref().and_then(|l| l.line).unwrap_or(0) as i64;
-                        if name.is_empty() {
-                            continue;
-                        }
-                        let f = Function {
-                            name: name.clone(),
-                            system_name: name,
-                            filename: file,
-                            start_line: 0,
-                        };
-                        let n = functions.len();
-                        let id = *functions.entry(f.clone()).or_insert_with(|| {
-                            profile.functions.push(f);
-                            cpuprof_profile::FunctionId::from_index(n)
-                        });
-                        lines.push(Line {
-                            function: id,
-                            line,
-                            column: 0,
-                        });
-                    }
-                }
-            }
-            if lines.is_empty() {
-                let i = syms.partition_point(|s| s.0 <= addr);
-                if i > 0 && (syms[i - 1].1 == 0 || addr < syms[i - 1].0 + syms[i - 1].1) {
-                    let name = syms[i - 1].2.clone();
-                    let f = Function {
-                        name: name.clone(),
-                        system_name: name,
-                        filename: String::new(),
-                        start_line: 0,
-                    };
-                    let n = functions.len();
-                    let id = *functions.entry(f.clone()).or_insert_with(|| {
-                        profile.functions.push(f);
-                        cpuprof_profile::FunctionId::from_index(n)
-                    });
-                    lines.push(Line {
-                        function: id,
-                        line: 0,
-                        column: 0,
-                    });
-                }
-            }
-            loc.lines = lines;
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { path, source } => write!(f, "{}: {}", path.display(), source),
+            Error::Parse { path, message } => write!(f, "{}: {}", path.display(), message),
         }
     }
-    warnings
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            Error::Parse { .. } => None,
+        }
+    }
 }

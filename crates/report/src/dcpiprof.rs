@@ -1,0 +1,161 @@
+//! `--dcpiprof`: a per-procedure report in the manner of DCPI's
+//! `dcpiprof`: one row per procedure and image, sorted by samples, with
+//! the percentage and the cumulative percentage.
+//!
+//! ```text
+//! Column          Total  Period (for events)
+//! ------          -----  ------
+//! samples           118  4000000 cpu/nanoseconds
+//!
+//! ===========================================================================
+//!  samples       %    cum% procedure                      image
+//!       70  59.32%  59.32% burn_a                         spin
+//! ```
+//!
+//! Each sample counts at its leaf address; the procedure is the function
+//! the address belongs to (the outermost frame of its inline chain), or
+//! the address when unsymbolized; the image is the mapping's file name.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use cpuprof_profile::Profile;
+use rustc_hash::FxHashMap;
+
+/// Writes the per-procedure report of `profile`'s `sample_index` values.
+pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io::Result<()> {
+    let mut rows: FxHashMap<(String, String), i64> = FxHashMap::default();
+    let mut total = 0i64;
+    for s in &profile.samples {
+        let Some(&leaf) = s.locations.first() else {
+            continue;
+        };
+        let v = s.values.get(sample_index).copied().unwrap_or(0);
+        if v == 0 {
+            continue;
+        }
+        let loc = profile.location(leaf);
+        let procedure = match loc.lines.last() {
+            Some(line) => profile.function(line.function).name.clone(),
+            None => format!("0x{:x}", loc.address),
+        };
+        let image = match loc.mapping {
+            Some(m) if !profile.mapping(m).path.is_empty() => {
+                profile.mapping(m).base_name().to_string()
+            }
+            _ => "unknown".to_string(),
+        };
+        *rows.entry((procedure, image)).or_insert(0) += v;
+        total += v;
+    }
+    let mut rows: Vec<((String, String), i64)> = rows.into_iter().collect();
+    rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let column = profile
+        .sample_types
+        .get(sample_index)
+        .map_or("samples".to_string(), |t| t.kind.clone());
+    let mut text = String::new();
+    let _ = writeln!(text, "{:<15} {:>6}  Period (for events)", "Column", "Total");
+    let _ = writeln!(text, "{:<15} {:>6}  ------", "------", "-----");
+    let period = if profile.period > 0 {
+        format!(
+            "{} {}/{}",
+            profile.period, profile.period_type.kind, profile.period_type.unit
+        )
+    } else {
+        "-".to_string()
+    };
+    let _ = writeln!(text, "{column:<15} {total:>6}  {period}");
+    text.push('\n');
+    text.push_str(&"=".repeat(75));
+    text.push('\n');
+    let _ = writeln!(
+        text,
+        "{column:>8} {:>7} {:>7} {:<30} image",
+        "%", "cum%", "procedure"
+    );
+    let mut cum = 0i64;
+    for ((procedure, image), v) in rows {
+        cum += v;
+        let pct = |x: i64| {
+            if total != 0 {
+                100.0 * x as f64 / total as f64
+            } else {
+                0.0
+            }
+        };
+        let _ = writeln!(
+            text,
+            "{v:>8} {:>6.2}% {:>6.2}% {procedure:<30} {image}",
+            pct(v),
+            pct(cum)
+        );
+    }
+    out.write_all(text.as_bytes())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cpuprof_profile::{Function, Line, Mapping, ProfileBuilder, ValueType};
+
+    #[test]
+    fn rows_per_procedure_and_image_with_cumulative_percentages() {
+        let mut b = ProfileBuilder::new(vec![ValueType::new("samples", "count")]);
+        b.profile.mappings = vec![Mapping {
+            start: 0x1000,
+            limit: 0x2000,
+            path: "/bin/app".into(),
+            ..Mapping::default()
+        }];
+        let f = b.function(Function {
+            name: "main".into(),
+            ..Function::default()
+        });
+        let g = b.function(Function {
+            name: "work".into(),
+            ..Function::default()
+        });
+        let a = b.location_at(0x1010);
+        let c = b.location_at(0x1020);
+        let d = b.location_at(0x1030);
+        let x = b.location_at(0x9000);
+        b.profile.locations[a.index()].lines = vec![Line {
+            function: f,
+            line: 0,
+            column: 0,
+        }];
+        b.profile.locations[c.index()].lines = vec![Line {
+            function: g,
+            line: 0,
+            column: 0,
+        }];
+        b.profile.locations[d.index()].lines = vec![Line {
+            function: g,
+            line: 0,
+            column: 0,
+        }];
+        b.add_sample(vec![a], vec![1]);
+        b.add_sample(vec![c], vec![2]);
+        b.add_sample(vec![d, a], vec![3]);
+        b.add_sample(vec![x], vec![2]);
+        let p = b.finish();
+        let mut out = Vec::new();
+        write(&p, 0, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let rows: Vec<&str> = text.lines().skip(6).collect();
+        assert_eq!(
+            rows[0],
+            "       5  62.50%  62.50% work                           app"
+        );
+        assert_eq!(
+            rows[1],
+            "       2  25.00%  87.50% 0x9000                         unknown"
+        );
+        assert_eq!(
+            rows[2],
+            "       1  12.50% 100.00% main                           app"
+        );
+        assert!(text.contains("samples              8"), "{text}");
+    }
+}
