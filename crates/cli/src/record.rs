@@ -1,10 +1,158 @@
-//! `cpuprof record`.
+//! `cpuprof record [-F HZ] [-o FILE] [--realtime] -- CMD [ARGS...]`: runs a
+//! command under the agent (`libcpuprof.so`, found beside the `cpuprof`
+//! binary, through `LD_PRELOAD` and `CPUPROFILE`) and prints the top of the
+//! report when it ends.
+
+use std::ffi::OsString;
+use std::io::{self, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
 
 /// Arguments of `cpuprof record`.
 #[derive(clap::Args, Debug)]
-pub struct Args {}
+#[command(after_help = "\
+Examples:
+  cpuprof record -- ./prog --its-args
+  cpuprof record -F 1000 -o prog.prof -- ./prog
+  cpuprof record --realtime -- ./server   (wall-clock time, includes waiting)
 
-/// Runs `cpuprof record`; returns the exit status.
-pub fn run(_args: Args) -> anyhow::Result<i32> {
-    anyhow::bail!("record: this subcommand is being built")
+Processes the command forks or execs are profiled too, each into FILE_<pid>.")]
+pub struct Args {
+    /// Samples per second of CPU time (or wall time with --realtime).
+    #[arg(short = 'F', long = "frequency", value_name = "HZ", default_value_t = 1000,
+          value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub frequency: u32,
+    /// Where to write the profile [default: <command name>.prof].
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Sample wall-clock time instead of CPU time.
+    #[arg(long)]
+    pub realtime: bool,
+    /// Rows of the report to print (0: none).
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub nodecount: usize,
+    /// The command to profile and its arguments.
+    #[arg(required = true, last = true, value_name = "CMD")]
+    pub command: Vec<OsString>,
+}
+
+/// Runs `cpuprof record`; returns the command's exit status (128 + signal
+/// when a signal ended it).
+pub fn run(args: Args) -> Result<i32> {
+    let agent = agent_library()?;
+    let program = PathBuf::from(&args.command[0]);
+    let output = match &args.output {
+        Some(path) => path.clone(),
+        None => PathBuf::from(format!(
+            "{}.prof",
+            program
+                .file_name()
+                .map_or("cpuprof".into(), |n| n.to_string_lossy())
+        )),
+    };
+    let output = std::path::absolute(&output).context("cannot resolve the output path")?;
+    let preload = match std::env::var_os("LD_PRELOAD") {
+        Some(existing) if !existing.is_empty() => {
+            let mut joined = agent.clone().into_os_string();
+            joined.push(":");
+            joined.push(existing);
+            joined
+        }
+        _ => agent.clone().into_os_string(),
+    };
+    let mut command = Command::new(&args.command[0]);
+    command
+        .args(&args.command[1..])
+        .env("LD_PRELOAD", preload)
+        .env("CPUPROFILE", &output)
+        .env("CPUPROFILE_FREQUENCY", args.frequency.to_string())
+        // The command's own process writes FILE; only its children add _<pid>.
+        .env_remove("CPUPROFILE_USE_PID");
+    if args.realtime {
+        command.env("CPUPROFILE_REALTIME", "1");
+    } else {
+        command.env_remove("CPUPROFILE_REALTIME");
+    }
+    let mut child = command
+        .spawn()
+        .with_context(|| format!("cannot run {}", program.display()))?;
+    // Ctrl-C reaches the whole process group: let the command write its
+    // profile and end, and report afterwards.
+    // SAFETY: ignoring signals in this process only (after the spawn, so
+    // the command keeps the default dispositions).
+    unsafe {
+        libc::signal(libc::SIGINT, libc::SIG_IGN);
+        libc::signal(libc::SIGQUIT, libc::SIG_IGN);
+    }
+    let status = child.wait().context("waiting for the command")?;
+    let code = status
+        .code()
+        .unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    eprintln!(
+        "cpuprof: {} exited with status {code}; profile: {}",
+        program.display(),
+        output.display()
+    );
+    if std::fs::metadata(&output)
+        .map(|m| m.len() == 0)
+        .unwrap_or(true)
+    {
+        // The command ended without exit() (_exit, SIGKILL), is setuid, or
+        // is statically linked: nothing to report, but its status stands.
+        eprintln!(
+            "cpuprof: {}: no profile was written (the command ended without exit(), or is setuid or statically linked)",
+            output.display()
+        );
+        return Ok(code);
+    }
+    if args.nodecount > 0 {
+        print_report(&output, &[], args.nodecount)?;
+    }
+    Ok(code)
+}
+
+/// `libcpuprof.so` beside the running `cpuprof` binary.
+pub fn agent_library() -> Result<PathBuf> {
+    let exe = std::env::current_exe().context("cannot locate the cpuprof binary")?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let agent = dir.join("libcpuprof.so");
+    if !agent.is_file() {
+        bail!(
+            "{} not found beside {} (build it with `cargo build --release -p cpuprof`)",
+            agent.display(),
+            exe.display()
+        );
+    }
+    Ok(agent)
+}
+
+/// Prints the top `nodecount` rows of the text report of `profile`
+/// (symbolized with `binaries` and the paths in its mappings).
+pub fn print_report(profile: &Path, binaries: &[PathBuf], nodecount: usize) -> Result<()> {
+    let data =
+        std::fs::read(profile).with_context(|| format!("{}: cannot read", profile.display()))?;
+    let (_, mut parsed) =
+        cpuprof_profile::read_profile(&data, &cpuprof_profile::ReadOptions::default())
+            .map_err(|e| anyhow::anyhow!("{}: {e}", profile.display()))?;
+    let symbolize_options = cpuprof_symbolize::Options {
+        binaries: binaries.to_vec(),
+        ..cpuprof_symbolize::Options::default()
+    };
+    for warning in cpuprof_symbolize::symbolize(&mut parsed, &symbolize_options) {
+        eprintln!("cpuprof: warning: {warning}");
+    }
+    let options = cpuprof_report::Options {
+        nodecount: Some(nodecount),
+        ..cpuprof_report::Options::default()
+    };
+    let stacks = cpuprof_report::Stacks::build(&parsed, &options);
+    let graph = cpuprof_report::Graph::build(&stacks, false);
+    let stdout = io::stdout();
+    let mut out = stdout.lock();
+    cpuprof_report::text::write(&mut out, &stacks, &graph, &options)?;
+    out.flush()?;
+    Ok(())
 }

@@ -1,0 +1,237 @@
+//! The control side of the shared structures in [`crate::signal_path`]:
+//! creating the [`Sampler`], registering threads, swapping module
+//! snapshots and draining stack tables. Never called from a signal
+//! handler.
+
+use std::alloc::{alloc_zeroed, Layout};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+
+use rustc_hash::FxHashMap;
+
+use crate::signal_path::{
+    thread_hash, CacheSlot, Entry, Gate, ModuleSnapshot, Sampler, StackTable, Stats, ThreadSlot,
+    UnwindCache, SAMPLER, TID_REMOVED,
+};
+
+/// Entries per stack table (a power of two).
+const TABLE_ENTRIES: usize = 1 << 15;
+/// PC slots per table: 8 MiB of address space, touched only as used.
+const TABLE_PCS: usize = 1 << 20;
+/// Thread slots (a power of two): at most half may be in use.
+const THREAD_SLOTS: usize = 1 << 13;
+
+/// Allocates `n` zeroed atomics in one block (calloc: untouched pages cost
+/// no memory).
+fn zeroed_slice<T>(n: usize) -> Box<[T]> {
+    let layout = Layout::array::<T>(n).expect("table size fits in memory");
+    // SAFETY: T is an atomic (or a struct of atomics) for which all-zero
+    // bits are a valid value; the layout is non-zero-sized.
+    unsafe {
+        let ptr = alloc_zeroed(layout) as *mut T;
+        if ptr.is_null() {
+            std::alloc::handle_alloc_error(layout);
+        }
+        Box::from_raw(std::ptr::slice_from_raw_parts_mut(ptr, n))
+    }
+}
+
+fn new_table() -> StackTable {
+    StackTable {
+        entries: zeroed_slice::<Entry>(TABLE_ENTRIES),
+        pcs: zeroed_slice::<AtomicU64>(TABLE_PCS),
+        pcs_used: AtomicUsize::new(0),
+        occupied: AtomicUsize::new(0),
+    }
+}
+
+/// The global sampler, created on first use and never freed.
+pub(crate) fn sampler() -> &'static Sampler {
+    let existing = SAMPLER.load(Ordering::Acquire);
+    if !existing.is_null() {
+        // SAFETY: published samplers are leaked, never freed.
+        return unsafe { &*existing };
+    }
+    let caches = (std::thread::available_parallelism().map_or(4, |n| n.get()) * 2).clamp(8, 256);
+    let sampler = Box::new(Sampler {
+        gate: Gate::new(),
+        tables: [new_table(), new_table()],
+        active_table: AtomicUsize::new(0),
+        modules: AtomicPtr::new(std::ptr::null_mut()),
+        caches: (0..caches)
+            .map(|_| CacheSlot {
+                busy: AtomicBool::new(false),
+                cache: std::cell::UnsafeCell::new(UnwindCache::new_in()),
+            })
+            .collect(),
+        threads: (0..THREAD_SLOTS)
+            .map(|_| ThreadSlot {
+                tid: AtomicI32::new(0),
+                stack_end: AtomicU64::new(0),
+                timer: AtomicU64::new(u64::MAX),
+                via_pthread_create: AtomicBool::new(false),
+            })
+            .collect(),
+        running: AtomicBool::new(false),
+        filter: AtomicUsize::new(0),
+        filter_arg: AtomicUsize::new(0),
+        weight_overruns: AtomicBool::new(false),
+        modules_stale: AtomicBool::new(false),
+        wake_fd: AtomicI32::new(-1),
+        stats: Stats::default(),
+    });
+    let ptr = Box::into_raw(sampler);
+    match SAMPLER.compare_exchange(
+        std::ptr::null_mut(),
+        ptr,
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    ) {
+        // SAFETY: just published; never freed.
+        Ok(_) => unsafe { &*ptr },
+        Err(winner) => {
+            // SAFETY: ours was never published; the winner is never freed.
+            unsafe {
+                drop(Box::from_raw(ptr));
+                &*winner
+            }
+        }
+    }
+}
+
+/// The sampler if it exists, without creating it.
+pub(crate) fn existing_sampler() -> Option<&'static Sampler> {
+    let ptr = SAMPLER.load(Ordering::Acquire);
+    // SAFETY: published samplers are never freed.
+    (!ptr.is_null()).then(|| unsafe { &*ptr })
+}
+
+impl Sampler {
+    /// Publishes a new module snapshot and frees the old one once no
+    /// handler can see it. Caller holds the control lock (gate writers must be serialized).
+    pub(crate) fn install_modules(&self, snapshot: ModuleSnapshot) {
+        let new = Box::into_raw(Box::new(snapshot));
+        let old = self.modules.swap(new, Ordering::AcqRel);
+        self.modules_stale.store(false, Ordering::Relaxed);
+        if !old.is_null() {
+            self.gate.synchronize();
+            // SAFETY: unpublished, and every handler that could see it has left.
+            drop(unsafe { Box::from_raw(old) });
+        }
+    }
+
+    /// The current snapshot (valid while the caller holds the control lock).
+    pub(crate) fn current_modules(&self) -> Option<&ModuleSnapshot> {
+        let ptr = self.modules.load(Ordering::Acquire);
+        // SAFETY: only replaced under the control lock, which the caller holds.
+        (!ptr.is_null()).then(|| unsafe { &*ptr })
+    }
+
+    /// Swaps the active table, waits for handlers using the old one, and
+    /// moves its stacks into `into`. Returns the number of distinct stacks
+    /// moved. Caller holds the control lock (gate writers must be serialized).
+    pub(crate) fn drain(&self, into: &mut FxHashMap<Vec<u64>, u64>) -> u64 {
+        let old = self.active_table.fetch_xor(1, Ordering::AcqRel) & 1;
+        self.gate.synchronize();
+        let table = &self.tables[old];
+        let mut moved = 0;
+        for entry in table.entries.iter() {
+            let hash = entry.hash.load(Ordering::Acquire);
+            if hash == 0 {
+                continue;
+            }
+            let count = entry.count.load(Ordering::Relaxed);
+            let len = entry.len.load(Ordering::Relaxed) as usize;
+            let offset = entry.offset.load(Ordering::Relaxed) as usize;
+            if count > 0 && len > 0 {
+                if let Some(slots) = table.pcs.get(offset..offset + len) {
+                    let stack: Vec<u64> = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
+                    *into.entry(stack).or_insert(0) += count;
+                    moved += 1;
+                }
+            }
+            entry.count.store(0, Ordering::Relaxed);
+            entry.len.store(0, Ordering::Relaxed);
+            entry.hash.store(0, Ordering::Release);
+        }
+        table.pcs_used.store(0, Ordering::Relaxed);
+        table.occupied.store(0, Ordering::Relaxed);
+        moved
+    }
+
+    /// True when the active table is filling up and should be drained.
+    pub(crate) fn table_needs_drain(&self) -> bool {
+        let table = &self.tables[self.active_table.load(Ordering::Acquire) & 1];
+        table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
+            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
+    }
+
+    /// Empties both tables without reading them (a forked child drops its
+    /// parent's samples). No handler runs when this is called.
+    pub(crate) fn clear_tables(&self) {
+        for table in &self.tables {
+            for entry in table.entries.iter() {
+                entry.hash.store(0, Ordering::Relaxed);
+                entry.count.store(0, Ordering::Relaxed);
+                entry.len.store(0, Ordering::Relaxed);
+            }
+            table.pcs_used.store(0, Ordering::Relaxed);
+            table.occupied.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// Registers thread `tid` (idempotent); returns its slot. Caller
+    /// holds the thread registry lock.
+    pub(crate) fn register_thread(&self, tid: i32) -> Option<&ThreadSlot> {
+        if let Some(slot) = self.thread_slot(tid) {
+            return Some(slot);
+        }
+        let mask = self.threads.len() - 1;
+        let mut index = thread_hash(tid) & mask;
+        for _ in 0..self.threads.len() / 2 {
+            let slot = &self.threads[index];
+            let current = slot.tid.load(Ordering::Acquire);
+            if current == 0 || current == TID_REMOVED {
+                slot.stack_end.store(0, Ordering::Relaxed);
+                slot.timer.store(u64::MAX, Ordering::Relaxed);
+                slot.via_pthread_create.store(false, Ordering::Relaxed);
+                slot.tid.store(tid, Ordering::Release);
+                return Some(slot);
+            }
+            index = (index + 1) & mask;
+        }
+        None
+    }
+
+    /// Forgets thread `tid`. Caller holds the thread registry lock.
+    pub(crate) fn unregister_thread(&self, tid: i32) {
+        if let Some(slot) = self.thread_slot(tid) {
+            slot.stack_end.store(0, Ordering::Relaxed);
+            slot.tid.store(TID_REMOVED, Ordering::Release);
+        }
+    }
+
+    /// Every registered thread: (tid, slot).
+    pub(crate) fn registered_threads(&self) -> impl Iterator<Item = (i32, &ThreadSlot)> {
+        self.threads.iter().filter_map(|slot| {
+            let tid = slot.tid.load(Ordering::Acquire);
+            (tid > 0).then_some((tid, slot))
+        })
+    }
+
+    /// Resets the counters for a new profiling session.
+    pub(crate) fn reset_stats(&self) {
+        let s = &self.stats;
+        for counter in [
+            &s.interrupts,
+            &s.samples,
+            &s.filtered,
+            &s.dropped_full,
+            &s.dropped_busy,
+            &s.truncated_depth,
+            &s.truncated_unwind,
+            &s.leaf_only,
+        ] {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+}

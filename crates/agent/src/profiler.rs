@@ -1,0 +1,908 @@
+//! Profiling sessions: start, flush, stop; the control thread; exit,
+//! termination-signal and fork handling; the `CPUPROFILESIGNAL` switch.
+//! Nothing here runs in the profiling signal handler.
+//!
+//! Locks, always taken in this order: [`CONTROL`] (the session, table
+//! drains, module snapshots, file writing), then [`THREADS`] (the thread
+//! registry and the clock to arm new threads with). New threads take only
+//! [`THREADS`], so they never wait for a file to be written.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
+
+use crate::collector::{existing_sampler, sampler};
+use crate::config::Settings;
+use crate::modules::{self, LoadedObject};
+use crate::signal_path::{self, gettid, Sampler};
+use crate::timers::{self, Trigger};
+use crate::{threads, writer};
+
+/// One profiling session (between a start and a stop).
+struct Session {
+    path: String,
+    settings: Settings,
+    clock: Trigger,
+    wall_timer: u64,
+    start_time: libc::time_t,
+    start_process_cpu_ns: u64,
+    /// Samples drained from the stack tables so far.
+    stacks: FxHashMap<Vec<u64>, u64>,
+    /// Distinct stacks moved out of the tables (gperftools' "evictions").
+    evictions: u64,
+    /// Maps lines of objects seen during the session, so that samples in an
+    /// object unloaded before the write still have their mapping.
+    maps_seen: Vec<String>,
+    last_flush: Instant,
+}
+
+/// The control side's state.
+pub(crate) struct Control {
+    session: Option<Session>,
+    objects: Vec<LoadedObject>,
+    loader_generation: (u64, u64),
+    last_sweep: Option<Instant>,
+    /// Base name and next index for the `CPUPROFILESIGNAL` switch.
+    switch: Option<(String, u32)>,
+}
+
+/// The control lock. See the module doc for the lock order.
+pub(crate) static CONTROL: Mutex<Control> = Mutex::new(Control {
+    session: None,
+    objects: Vec::new(),
+    loader_generation: (0, 0),
+    last_sweep: None,
+    switch: None,
+});
+
+/// How to arm a new thread while a session runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Arming {
+    pub(crate) clock: Trigger,
+    pub(crate) period_ns: u64,
+    pub(crate) signal: i32,
+}
+
+/// The thread registry lock, with the arming of the running session.
+pub(crate) static THREADS: Mutex<Option<Arming>> = Mutex::new(None);
+
+/// The pid of the process that runs the session (a vfork child differs).
+static SESSION_PID: AtomicI32 = AtomicI32::new(0);
+
+/// The pid of the process that started (or, after fork, continued) the
+/// session.
+pub(crate) fn session_pid() -> i32 {
+    SESSION_PID.load(Ordering::Acquire)
+}
+
+/// The control thread's tid (0 when there is none); it is never sampled.
+static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
+/// Termination flush requests from signal handlers and their completions.
+static TERMINATION_REQUESTS: AtomicU32 = AtomicU32::new(0);
+static TERMINATION_DONE: AtomicU32 = AtomicU32::new(0);
+/// `CPUPROFILESIGNAL` switch presses not yet handled.
+static SWITCH_PRESSES: AtomicU64 = AtomicU64::new(0);
+static SWITCH_HANDLED: AtomicU64 = AtomicU64::new(0);
+/// Samples of the current session, for `ProfilerGetCurrentState`.
+static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
+static ONCE_HOOKS: std::sync::Once = std::sync::Once::new();
+
+pub(crate) fn lock<T>(mutex: &'static Mutex<T>) -> MutexGuard<'static, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Writes `cpuprof: message` to stderr without locks or buffering (safe
+/// in a forked child and at exit).
+pub(crate) fn diag(message: &str) {
+    let line = format!("cpuprof: {message}\n");
+    write_stderr(&line);
+}
+
+fn write_stderr(text: &str) {
+    let mut bytes = text.as_bytes();
+    while !bytes.is_empty() {
+        // SAFETY: writing a live buffer to fd 2.
+        let n = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
+        if n <= 0 {
+            break;
+        }
+        bytes = &bytes[n as usize..];
+    }
+}
+
+fn process_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Why a start failed.
+#[derive(Debug)]
+pub enum StartError {
+    /// A session is already running.
+    AlreadyRunning,
+    /// The profile file cannot be created.
+    File(String, io::Error),
+    /// No clock could be armed.
+    Trigger(io::Error),
+}
+
+impl std::fmt::Display for StartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StartError::AlreadyRunning => write!(f, "a profiling session is already running"),
+            StartError::File(path, e) => write!(f, "cannot create profile {path}: {e}"),
+            StartError::Trigger(e) => write!(f, "cannot arm a profiling timer: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for StartError {}
+
+/// Starts a session writing to `path`.
+pub(crate) fn start(
+    path: &str,
+    settings: Settings,
+    filter: Option<(usize, usize)>,
+) -> Result<(), StartError> {
+    let mut control = lock(&CONTROL);
+    if control.session.is_some() {
+        return Err(StartError::AlreadyRunning);
+    }
+    // Like libprofiler, create (truncate) the file now so that a path that
+    // cannot be written fails the start, not the end.
+    if let Err(e) = std::fs::File::create(path) {
+        return Err(StartError::File(path.to_string(), e));
+    }
+    let sampler = sampler();
+    install_once_hooks();
+    refresh_modules(&mut control, sampler, true);
+    install_profiling_handler(settings.signal);
+    ensure_control_thread(sampler);
+    sampler.reset_stats();
+    sampler
+        .filter_arg
+        .store(filter.map_or(0, |f| f.1), Ordering::Relaxed);
+    sampler
+        .filter
+        .store(filter.map_or(0, |f| f.0), Ordering::Release);
+
+    let period_ns = settings.period_ns();
+    let me = gettid();
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
+    // Running before arming: the first signals must not be ignored.
+    sampler.running.store(true, Ordering::Release);
+    let armed = if settings.realtime {
+        timers::arm_wall_clock(period_ns, settings.signal).map(|h| (Trigger::WallClock, h))
+    } else {
+        timers::choose_clock(settings.clock, me, period_ns, settings.signal)
+    };
+    let (clock, handle) = match armed {
+        Ok(armed) => armed,
+        Err(e) => {
+            sampler.running.store(false, Ordering::Release);
+            return Err(StartError::Trigger(e));
+        }
+    };
+    if clock == Trigger::ProcessItimer && settings.signal != libc::SIGPROF {
+        install_profiling_handler(libc::SIGPROF);
+    }
+    sampler.weight_overruns.store(
+        matches!(clock, Trigger::ThreadCpuTimer | Trigger::WallClock),
+        Ordering::Relaxed,
+    );
+    let wall_timer = if clock == Trigger::WallClock {
+        handle
+    } else {
+        u64::MAX
+    };
+    {
+        let mut threads = lock(&THREADS);
+        *threads = Some(Arming {
+            clock,
+            period_ns,
+            signal: settings.signal,
+        });
+        if clock.per_thread() {
+            if let Some(slot) = sampler.register_thread(me) {
+                slot.timer.store(handle, Ordering::Relaxed);
+            }
+            let arming = Arming {
+                clock,
+                period_ns,
+                signal: settings.signal,
+            };
+            for tid in threads::list_threads() {
+                threads::arm_locked(sampler, arming, tid);
+            }
+        }
+    }
+    let maps = modules::read_maps();
+    control.session = Some(Session {
+        path: path.to_string(),
+        settings,
+        clock,
+        wall_timer,
+        // SAFETY: time(NULL) is always safe.
+        start_time: unsafe { libc::time(std::ptr::null_mut()) },
+        start_process_cpu_ns: process_cpu_ns(),
+        stacks: FxHashMap::default(),
+        evictions: 0,
+        maps_seen: maps.lines().map(str::to_string).collect(),
+        last_flush: Instant::now(),
+    });
+    control.last_sweep = Some(Instant::now());
+    Ok(())
+}
+
+/// Disarms every clock of the session; the handler stays installed.
+fn disarm_all(sampler: &Sampler, session: &Session) {
+    sampler.running.store(false, Ordering::Release);
+    let mut threads = lock(&THREADS);
+    *threads = None;
+    for (_, slot) in sampler.registered_threads() {
+        let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
+        timers::disarm_thread(session.clock, handle);
+    }
+    match session.clock {
+        Trigger::ProcessItimer => timers::disarm_process_itimer(),
+        Trigger::WallClock => timers::disarm_wall_clock(session.wall_timer),
+        _ => {}
+    }
+}
+
+/// What a stopped session did.
+#[derive(Clone, Debug)]
+pub struct SessionSummary {
+    /// The profile written.
+    pub path: String,
+    /// Profiling signals handled.
+    pub interrupts: u64,
+    /// Samples recorded (with POSIX timers, including merged expirations).
+    pub samples: u64,
+    /// Samples lost (table full or every unwinder busy).
+    pub dropped: u64,
+    /// Stacks cut short (depth limit, unwinding stopped, no stack bound).
+    pub truncated: u64,
+    /// Distinct stacks moved out of the signal-side tables.
+    pub evictions: u64,
+    /// Size of the profile file.
+    pub bytes: usize,
+    /// The clock that triggered samples.
+    pub clock: &'static str,
+    /// Samples per second asked for.
+    pub frequency: u32,
+}
+
+/// Stops the running session and writes its profile. Returns None when
+/// nothing was running.
+pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
+    let mut control = lock(&CONTROL);
+    let sampler = existing_sampler()?;
+    let mut session = control.session.take()?;
+    disarm_all(sampler, &session);
+    // Both tables: the active one and the one a handler may have filled
+    // after the last drain.
+    session.evictions += sampler.drain(&mut session.stacks);
+    session.evictions += sampler.drain(&mut session.stacks);
+    let written = write_profile(sampler, &mut session);
+    let s = &sampler.stats;
+    let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
+    let summary = SessionSummary {
+        path: session.path.clone(),
+        interrupts: load(&s.interrupts),
+        samples: load(&s.samples),
+        dropped: load(&s.dropped_full) + load(&s.dropped_busy),
+        truncated: load(&s.truncated_depth) + load(&s.truncated_unwind) + load(&s.leaf_only),
+        evictions: session.evictions,
+        bytes: *written.as_ref().unwrap_or(&0),
+        clock: session.clock.name(),
+        frequency: session.settings.frequency,
+    };
+    write_stderr(&format!(
+        "PROFILE: interrupts/evictions/bytes = {}/{}/{}\n",
+        summary.interrupts, summary.evictions, summary.bytes
+    ));
+    write_stderr(&format!(
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}\n",
+        summary.samples,
+        summary.dropped,
+        summary.truncated,
+        load(&s.dropped_full),
+        load(&s.dropped_busy),
+        load(&s.truncated_depth),
+        load(&s.truncated_unwind),
+        load(&s.leaf_only),
+        summary.frequency,
+        summary.clock,
+    ));
+    sampler.filter.store(0, Ordering::Release);
+    Some(written.map(|_| summary))
+}
+
+/// Writes the profile of the running session with everything sampled so
+/// far. Returns None when nothing is running.
+pub(crate) fn flush() -> Option<io::Result<usize>> {
+    let mut control = lock(&CONTROL);
+    let sampler = existing_sampler()?;
+    let session = control.session.as_mut()?;
+    session.evictions += sampler.drain(&mut session.stacks);
+    let written = write_profile(sampler, session);
+    session.last_flush = Instant::now();
+    Some(written)
+}
+
+/// Writes the session's profile (to a temporary name, then renamed);
+/// returns its size in bytes. Failures are also reported on stderr.
+fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> {
+    let maps = modules::read_maps();
+    let period_us = header_period_us(sampler, session);
+    let bytes = writer::encode(period_us, &session.stacks, &maps, &session.maps_seen);
+    match writer::write_atomically(&session.path, &bytes) {
+        Ok(()) => Ok(bytes.len()),
+        Err(e) => {
+            diag(&format!("cannot write profile {}: {e}", session.path));
+            Err(e)
+        }
+    }
+}
+
+/// The period to write in the header: the one asked for, except with the
+/// process-wide itimer, which fires on kernel ticks: there it is measured
+/// (CPU time per interrupt) when that is clearly longer.
+fn header_period_us(sampler: &Sampler, session: &Session) -> u64 {
+    let asked = (session.settings.period_ns() + 500) / 1000;
+    if session.clock != Trigger::ProcessItimer {
+        return asked.max(1);
+    }
+    let interrupts = sampler.stats.interrupts.load(Ordering::Relaxed);
+    let cpu_us = process_cpu_ns().saturating_sub(session.start_process_cpu_ns) / 1000;
+    if interrupts >= 20 {
+        let measured = cpu_us / interrupts;
+        if measured * 10 > asked * 11 {
+            return measured.max(1);
+        }
+    }
+    asked.max(1)
+}
+
+/// State for `ProfilerGetCurrentState`: (enabled, start time, path, samples).
+pub(crate) fn current_state() -> (bool, libc::time_t, String, u64) {
+    let control = lock(&CONTROL);
+    match (&control.session, existing_sampler()) {
+        (Some(session), Some(sampler)) => (
+            true,
+            session.start_time,
+            session.path.clone(),
+            sampler.stats.samples.load(Ordering::Relaxed),
+        ),
+        _ => (false, 0, String::new(), 0),
+    }
+}
+
+/// True while a session runs.
+pub(crate) fn is_running() -> bool {
+    existing_sampler().is_some_and(|s| s.running.load(Ordering::Acquire))
+}
+
+/// Rebuilds the module snapshot if the loader's objects changed (or
+/// always, with `force`). Caller holds [`CONTROL`].
+fn refresh_modules(control: &mut Control, sampler: &Sampler, force: bool) {
+    let generation = modules::loader_generation();
+    if !force && generation == control.loader_generation && sampler.current_modules().is_some() {
+        sampler.modules_stale.store(false, Ordering::Relaxed);
+        return;
+    }
+    control.loader_generation = generation;
+    let objects = modules::loaded_objects(&control.objects);
+    let maps = modules::read_maps();
+    sampler.install_modules(modules::build_snapshot(&objects, &maps));
+    control.objects = objects;
+    if let Some(session) = control.session.as_mut() {
+        for line in maps.lines() {
+            if !session.maps_seen.iter().any(|seen| seen == line) {
+                session.maps_seen.push(line.to_string());
+            }
+        }
+    }
+}
+
+fn install_profiling_handler(signal: i32) {
+    // SAFETY: installs a handler that follows the signal_path invariants.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = signal_path::on_profiling_signal as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+    HANDLER_INSTALLED.store(true, Ordering::Relaxed);
+}
+
+/// Hooks installed once per process: exit, fork, termination signals.
+fn install_once_hooks() {
+    ONCE_HOOKS.call_once(|| {
+        extern "C" fn at_exit() {
+            let _ = stop();
+        }
+        // SAFETY: registering plain extern "C" functions.
+        unsafe {
+            libc::atexit(at_exit);
+            libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
+        }
+        for signal in TERMINATION_SIGNALS {
+            install_termination_handler(signal);
+        }
+    });
+}
+
+const TERMINATION_SIGNALS: [i32; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+/// The actions in place before ours, indexed like [`TERMINATION_SIGNALS`].
+struct PreviousActions(UnsafeCell<[Option<libc::sigaction>; 3]>);
+// SAFETY: written once before our handler is installed, then only read.
+unsafe impl Sync for PreviousActions {}
+static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(UnsafeCell::new([None, None, None]));
+
+fn install_termination_handler(signal: i32) {
+    let Some(index) = TERMINATION_SIGNALS.iter().position(|&s| s == signal) else {
+        return;
+    };
+    // SAFETY: sigaction with valid pointers; PREVIOUS_ACTIONS is written
+    // before the handler that reads it is installed.
+    unsafe {
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        if previous.sa_sigaction == libc::SIG_IGN {
+            // Ignored (e.g. SIGHUP under nohup): it ends nothing.
+            return;
+        }
+        (*PREVIOUS_ACTIONS.0.get())[index] = Some(previous);
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_termination_signal as *const () as usize;
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+}
+
+/// SIGTERM/SIGINT/SIGHUP: have the control thread write the profile
+/// (waiting at most 5 s), then run the program's own handler, or the
+/// default action.
+extern "C" fn on_termination_signal(
+    signal: i32,
+    info: *mut libc::siginfo_t,
+    ucontext: *mut c_void,
+) {
+    // SAFETY: the calling thread's errno.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    if let Some(sampler) = existing_sampler() {
+        if sampler.running.load(Ordering::Acquire) && CONTROL_TID.load(Ordering::Acquire) != 0 {
+            let ticket = TERMINATION_REQUESTS
+                .fetch_add(1, Ordering::AcqRel)
+                .wrapping_add(1);
+            sampler.wake_control();
+            let deadline_ms = 5000;
+            for _ in 0..deadline_ms {
+                if TERMINATION_DONE
+                    .load(Ordering::Acquire)
+                    .wrapping_sub(ticket) as i32
+                    >= 0
+                {
+                    break;
+                }
+                futex_wait(&TERMINATION_DONE, 1);
+            }
+        }
+    }
+    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
+    // SAFETY: read-only after installation.
+    let previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
+    // SAFETY: restores the previous action or runs it, as the kernel would.
+    unsafe {
+        match previous {
+            Some(previous) if previous.sa_sigaction == libc::SIG_DFL => {
+                // Default action: reinstall it and re-raise; the signal is
+                // blocked until we return, then it ends the process.
+                libc::sigaction(signal, &previous, std::ptr::null_mut());
+                libc::raise(signal);
+            }
+            Some(previous) if previous.sa_sigaction != libc::SIG_IGN => {
+                if previous.sa_flags & libc::SA_SIGINFO != 0 {
+                    let handler: extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) =
+                        std::mem::transmute(previous.sa_sigaction);
+                    handler(signal, info, ucontext);
+                } else {
+                    let handler: extern "C" fn(i32) = std::mem::transmute(previous.sa_sigaction);
+                    handler(signal);
+                }
+            }
+            _ => {}
+        }
+        *errno = saved;
+    }
+}
+
+/// Waits on `word` for about `ms` milliseconds or a wake-up.
+fn futex_wait(word: &AtomicU32, ms: u64) {
+    let expected = word.load(Ordering::Acquire);
+    let timeout = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: (ms * 1_000_000) as libc::c_long,
+    };
+    // SAFETY: a futex wait on a live atomic with a timeout.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+            expected,
+            &timeout as *const libc::timespec,
+        )
+    };
+}
+
+fn futex_wake_all(word: &AtomicU32) {
+    // SAFETY: a futex wake on a live atomic.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+            i32::MAX,
+        )
+    };
+}
+
+/// The `CPUPROFILESIGNAL` handler: counts the press for the control
+/// thread (file I/O cannot happen in a handler).
+extern "C" fn on_switch_signal(_signal: i32) {
+    // SAFETY: the calling thread's errno.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above.
+    let saved = unsafe { *errno };
+    SWITCH_PRESSES.fetch_add(1, Ordering::AcqRel);
+    if let Some(sampler) = existing_sampler() {
+        sampler.wake_control();
+    }
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+/// Installs the `CPUPROFILESIGNAL` switch: each `signal` starts a session
+/// writing `base.N` (N = 0, 1, …) or stops the running one.
+pub(crate) fn install_switch(signal: i32, base: String) -> Result<(), String> {
+    // SAFETY: sigaction with valid pointers.
+    unsafe {
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        if previous.sa_sigaction != libc::SIG_DFL {
+            return Err(format!(
+                "signal {signal} already in use; CPUPROFILESIGNAL switch not installed"
+            ));
+        }
+    }
+    let sampler = sampler();
+    lock(&CONTROL).switch = Some((base, 0));
+    ensure_control_thread(sampler);
+    // SAFETY: installs a handler that only touches atomics and write(2).
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_switch_signal as *const () as usize;
+        action.sa_flags = libc::SA_RESTART;
+        libc::sigemptyset(&mut action.sa_mask);
+        libc::sigaction(signal, &action, std::ptr::null_mut());
+    }
+    Ok(())
+}
+
+fn handle_switch_presses() {
+    let presses = SWITCH_PRESSES.load(Ordering::Acquire);
+    while SWITCH_HANDLED.load(Ordering::Relaxed) < presses {
+        SWITCH_HANDLED.fetch_add(1, Ordering::Relaxed);
+        if is_running() {
+            let _ = stop();
+            continue;
+        }
+        let next = {
+            let mut control = lock(&CONTROL);
+            control.switch.as_mut().map(|(base, n)| {
+                let path = format!("{base}.{n}");
+                *n += 1;
+                path
+            })
+        };
+        if let Some(path) = next {
+            let settings = Settings::from_env(&mut |w| diag(&w));
+            if let Err(e) = start(&path, settings, None) {
+                diag(&format!("cannot start profiling to {path}: {e}"));
+            }
+        }
+    }
+}
+
+/// Starts the control thread if there is none (it drains tables, follows
+/// dlopen and new threads, flushes periodically and serves the switch and
+/// termination signals).
+fn ensure_control_thread(sampler: &Sampler) {
+    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+        return;
+    }
+    // SAFETY: eventfd with valid flags.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+    if fd < 0 {
+        diag("cannot create the control thread's eventfd; periodic work disabled");
+        return;
+    }
+    let old = sampler.wake_fd.swap(fd, Ordering::AcqRel);
+    if old >= 0 {
+        // SAFETY: closing our own old eventfd (a forked child's inherited one).
+        unsafe { libc::close(old) };
+    }
+    CONTROL_TID.store(-1, Ordering::Release);
+    extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
+        CONTROL_TID.store(gettid(), Ordering::Release);
+        control_loop();
+        std::ptr::null_mut()
+    }
+    if threads::spawn_internal(control_main).is_err() {
+        CONTROL_TID.store(0, Ordering::Release);
+        diag("cannot start the control thread; periodic work disabled");
+        return;
+    }
+    // Wait for its tid so that arming never picks it up as a program thread.
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while CONTROL_TID.load(Ordering::Acquire) < 0 && Instant::now() < deadline {
+        std::thread::yield_now();
+    }
+}
+
+/// The tid of the control thread (never armed).
+pub(crate) fn control_tid() -> i32 {
+    CONTROL_TID.load(Ordering::Acquire)
+}
+
+fn control_loop() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    loop {
+        let fd = sampler.wake_fd.load(Ordering::Acquire);
+        let mut poll = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: poll on one live pollfd; reading the eventfd into a local.
+        unsafe {
+            libc::poll(&mut poll, 1, 100);
+            let mut counter = 0u64;
+            libc::read(fd, (&mut counter as *mut u64).cast(), 8);
+        }
+        let requested = TERMINATION_REQUESTS.load(Ordering::Acquire);
+        if requested != TERMINATION_DONE.load(Ordering::Acquire) {
+            let _ = flush();
+            TERMINATION_DONE.store(requested, Ordering::Release);
+            futex_wake_all(&TERMINATION_DONE);
+        }
+        handle_switch_presses();
+        periodic_work(sampler);
+    }
+}
+
+fn periodic_work(sampler: &Sampler) {
+    let mut control = lock(&CONTROL);
+    if control.session.is_none() {
+        return;
+    }
+    if sampler.table_needs_drain() {
+        if let Some(session) = control.session.as_mut() {
+            session.evictions += sampler.drain(&mut session.stacks);
+        }
+    }
+    let sweep_due = control
+        .last_sweep
+        .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+    if sampler.modules_stale.load(Ordering::Relaxed) || sweep_due {
+        refresh_modules(&mut control, sampler, false);
+    }
+    if sweep_due {
+        control.last_sweep = Some(Instant::now());
+        threads::sweep(sampler);
+    }
+    let flush_due = control.session.as_ref().is_some_and(|s| {
+        s.settings.flush_seconds > 0
+            && s.last_flush.elapsed() >= Duration::from_secs(s.settings.flush_seconds.into())
+    });
+    if flush_due {
+        if let Some(session) = control.session.as_mut() {
+            session.evictions += sampler.drain(&mut session.stacks);
+            let _ = write_profile(sampler, session);
+            session.last_flush = Instant::now();
+        }
+    }
+}
+
+/// Lock guards held across `fork` so the child never inherits a lock held
+/// by a thread that does not exist in it.
+type HeldLocks = (
+    MutexGuard<'static, Control>,
+    MutexGuard<'static, Option<Arming>>,
+);
+struct ForkGuards(UnsafeCell<Option<HeldLocks>>);
+// SAFETY: only touched by the forking thread between prepare and
+// parent/child, while it holds the very locks stored inside.
+unsafe impl Sync for ForkGuards {}
+static FORK_GUARDS: ForkGuards = ForkGuards(UnsafeCell::new(None));
+
+extern "C" fn fork_prepare() {
+    let control = lock(&CONTROL);
+    let threads = lock(&THREADS);
+    // SAFETY: see ForkGuards.
+    unsafe { *FORK_GUARDS.0.get() = Some((control, threads)) };
+}
+
+extern "C" fn fork_parent() {
+    // SAFETY: see ForkGuards.
+    drop(unsafe { (*FORK_GUARDS.0.get()).take() });
+}
+
+/// In the child: forget the parent's threads, timers and samples; keep
+/// profiling the child (if a session runs) into `path_<pid>`.
+extern "C" fn fork_child() {
+    // SAFETY: see ForkGuards.
+    let Some((mut control, mut threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
+        return;
+    };
+    CONTROL_TID.store(0, Ordering::Release);
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    sampler.gate.reset_after_fork();
+    for cache in sampler.caches.iter() {
+        cache.busy.store(false, Ordering::Relaxed);
+    }
+    let arming = threads.take();
+    for (tid, slot) in sampler.registered_threads() {
+        let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
+        // perf fds are copies of the parent's (closing ours leaves the
+        // parent's events alone); POSIX timers are not inherited at all.
+        if let Some(arming) = arming {
+            if matches!(arming.clock, Trigger::PerfTaskClock { .. }) && handle != u64::MAX {
+                // SAFETY: closing the child's copy of the fd.
+                unsafe { libc::close(handle as i32) };
+            }
+        }
+        sampler.unregister_thread(tid);
+    }
+    let Some(mut session) = control.session.take() else {
+        return;
+    };
+    sampler.running.store(false, Ordering::Release);
+    sampler.clear_tables();
+    sampler.reset_stats();
+    session.stacks.clear();
+    session.evictions = 0;
+    session.path = format!("{}_{}", session.path, std::process::id());
+    session.start_process_cpu_ns = process_cpu_ns();
+    session.last_flush = Instant::now();
+    let period_ns = session.settings.period_ns();
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
+    sampler.running.store(true, Ordering::Release);
+    let rearmed = match session.clock {
+        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),
+        Trigger::WallClock => timers::arm_wall_clock(period_ns, session.settings.signal),
+        clock => timers::arm_thread(clock, gettid(), period_ns, session.settings.signal),
+    };
+    match rearmed {
+        Ok(handle) => {
+            if session.clock == Trigger::WallClock {
+                session.wall_timer = handle;
+            } else if session.clock.per_thread() {
+                if let Some(slot) = sampler.register_thread(gettid()) {
+                    slot.timer.store(handle, Ordering::Relaxed);
+                }
+            }
+            *threads = arming;
+            control.session = Some(session);
+            drop(threads);
+            drop(control);
+            ensure_control_thread(sampler);
+        }
+        Err(e) => {
+            sampler.running.store(false, Ordering::Release);
+            diag(&format!(
+                "forked child {}: cannot arm a profiling timer: {e}",
+                std::process::id()
+            ));
+        }
+    }
+}
+
+/// True when this code runs from a shared object named `libcpuprof*`
+/// (LD_PRELOAD or `-lcpuprof`), as opposed to the rlib linked into a
+/// program: only then does `CPUPROFILE` start profiling at load.
+fn loaded_as_libcpuprof() -> bool {
+    let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on one of our own functions, outside any handler.
+    let found = unsafe { libc::dladdr(loaded_as_libcpuprof as *const c_void, &mut here) };
+    if found == 0 || here.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: AT_PHDR is the main program's program headers.
+    let main_phdr = unsafe { libc::getauxval(libc::AT_PHDR) } as *const c_void;
+    let mut main: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on an address of the main program.
+    let main_found = unsafe { libc::dladdr(main_phdr, &mut main) };
+    if main_found != 0 && main.dli_fbase == here.dli_fbase {
+        return false;
+    }
+    // SAFETY: a NUL-terminated path owned by the loader.
+    let path = unsafe { std::ffi::CStr::from_ptr(here.dli_fname) }.to_string_lossy();
+    let file = path.rsplit('/').next().unwrap_or("");
+    file.starts_with("libcpuprof")
+}
+
+/// True for setuid/setgid programs (AT_SECURE), which are never profiled.
+fn is_secure_execution() -> bool {
+    // SAFETY: getauxval is always safe.
+    unsafe { libc::getauxval(libc::AT_SECURE) != 0 }
+}
+
+/// The library constructor: `CPUPROFILE` / `CPUPROFILESIGNAL`.
+extern "C" fn on_load() {
+    if !loaded_as_libcpuprof() {
+        return;
+    }
+    let profile = std::env::var_os("CPUPROFILE").filter(|p| !p.is_empty());
+    let switch = std::env::var("CPUPROFILESIGNAL").ok();
+    if profile.is_none() && switch.is_none() {
+        return;
+    }
+    if is_secure_execution() {
+        diag("not profiling a setuid/setgid program");
+        return;
+    }
+    let settings = Settings::from_env(&mut |w| diag(&w));
+    if let Some(value) = switch {
+        let Some(signal) = crate::config::parse_signal(&value) else {
+            diag(&format!(
+                "CPUPROFILESIGNAL={value:?} is not a usable signal number; not profiling"
+            ));
+            return;
+        };
+        let Some(base) = crate::config::unique_path_from_env() else {
+            diag("CPUPROFILESIGNAL is set but CPUPROFILE is not; not profiling");
+            return;
+        };
+        if let Err(e) = install_switch(signal, base) {
+            diag(&e);
+        }
+        return;
+    }
+    let Some(path) = crate::config::unique_path_from_env() else {
+        return;
+    };
+    if let Err(e) = start(&path, settings, None) {
+        diag(&format!("cannot start profiling to {path}: {e}"));
+    }
+}
+
+#[used]
+#[unsafe(link_section = ".init_array")]
+static ON_LOAD: extern "C" fn() = on_load;

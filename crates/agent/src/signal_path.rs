@@ -1,0 +1,574 @@
+//! Everything that runs inside the profiling signal handler, and nothing
+//! else. Review this module on its own: the rest of the agent prepares the
+//! memory it reads and drains what it writes, always outside the handler.
+//!
+//! Invariants of the signal path (the handler and everything it calls):
+//!
+//! 1. **No allocation or deallocation.** All memory it touches (the
+//!    [`Sampler`], both [`StackTable`]s, the unwinder caches, the module
+//!    snapshot) is allocated before any timer is armed. The stack of PCs
+//!    is a fixed array on the handler's own stack.
+//! 2. **No lock, no wait.** Only atomics. Where something is busy (every
+//!    unwinder cache in use, the table full) the sample is counted as
+//!    dropped, never waited for.
+//! 3. **Nothing that may take the loader lock**: no `dl_iterate_phdr`,
+//!    `dladdr`, glibc `backtrace`, no thread-local storage (which may
+//!    allocate on first touch in a dlopen'd object). Modules come from an
+//!    immutable [`ModuleSnapshot`] built outside the handler.
+//! 4. **errno saved and restored**; the only system calls are `gettid`,
+//!    `getpid` and a `write` to the control thread's eventfd.
+//! 5. **No panic**: no indexing (only `get`), no `unwrap`, checked
+//!    arithmetic; framehop runs with `MustNotAllocateDuringUnwind`.
+//! 6. **Memory reads stay within the interrupted thread's stack**
+//!    (`[sp, stack end)`, 8-byte aligned), so a bogus frame pointer or
+//!    corrupt unwind data ends the stack instead of faulting.
+//! 7. **Nothing it reads is freed while it may run**: it holds the
+//!    [`Gate`] while it uses the snapshot and the active table, and the
+//!    writers swap pointers then [`Gate::synchronize`] before freeing or
+//!    draining. The [`Sampler`] itself is never freed.
+//! 8. **Never `SIG_DFL` while a signal may arrive**: stopping disarms the
+//!    timers and leaves this handler installed; it returns at once when
+//!    nothing is running.
+
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
+
+use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
+use framehop::{MustNotAllocateDuringUnwind, Unwinder};
+
+/// Deepest stack recorded; deeper stacks are cut and counted as truncated.
+pub(crate) const MAX_DEPTH: usize = 256;
+
+/// The unwinder type: section data shared between snapshots, no allocation
+/// while unwinding.
+pub(crate) type ModuleUnwinder = UnwinderX86_64<std::sync::Arc<[u8]>, MustNotAllocateDuringUnwind>;
+/// The unwinder cache type (one per concurrently running handler).
+pub(crate) type UnwindCache = CacheX86_64<MustNotAllocateDuringUnwind>;
+
+/// The one global sampler, created on the first start and never freed.
+pub(crate) static SAMPLER: AtomicPtr<Sampler> = AtomicPtr::new(std::ptr::null_mut());
+
+/// An immutable view of the loaded objects, built outside the handler and
+/// swapped in whole.
+pub(crate) struct ModuleSnapshot {
+    /// framehop's unwinder with every loaded object's unwind sections.
+    pub(crate) unwinder: ModuleUnwinder,
+    /// Executable ranges of the loaded objects, sorted by start: a PC
+    /// outside all of them means the snapshot may be stale.
+    pub(crate) code: Vec<(u64, u64)>,
+    /// Readable and writable mappings, sorted by start: the stack bound of
+    /// a thread is the end of the one containing its stack pointer.
+    pub(crate) writable: Vec<(u64, u64)>,
+    /// End of the main thread's stack (`[stack]`), which grows below the
+    /// start the maps showed.
+    pub(crate) main_stack_end: u64,
+}
+
+impl ModuleSnapshot {
+    fn contains_code(&self, pc: u64) -> bool {
+        find_range(&self.code, pc).is_some()
+    }
+
+    /// End of the writable mapping containing `sp`.
+    fn stack_end_for(&self, sp: u64) -> Option<u64> {
+        find_range(&self.writable, sp).map(|(_, end)| end)
+    }
+}
+
+/// Binary search of sorted, non-overlapping ranges; no indexing.
+fn find_range(ranges: &[(u64, u64)], addr: u64) -> Option<(u64, u64)> {
+    let i = ranges.partition_point(|&(start, _)| start <= addr);
+    let (start, end) = *ranges.get(i.checked_sub(1)?)?;
+    (addr >= start && addr < end).then_some((start, end))
+}
+
+/// A two-epoch reader gate (a tiny RCU): handlers enter and leave it
+/// without waiting; a writer that swapped a pointer calls
+/// [`Gate::synchronize`] to wait until no handler can still see the old
+/// value.
+pub(crate) struct Gate {
+    epoch: AtomicUsize,
+    readers: [AtomicUsize; 2],
+}
+
+impl Gate {
+    pub(crate) const fn new() -> Gate {
+        Gate {
+            epoch: AtomicUsize::new(0),
+            readers: [AtomicUsize::new(0), AtomicUsize::new(0)],
+        }
+    }
+
+    /// Registers a reader; returns the side to leave by, or None when a
+    /// writer keeps changing the epoch (the caller drops its sample).
+    pub(crate) fn enter(&self) -> Option<usize> {
+        for _ in 0..4 {
+            let epoch = self.epoch.load(Ordering::SeqCst);
+            let side = epoch & 1;
+            let readers = self.readers.get(side)?;
+            readers.fetch_add(1, Ordering::SeqCst);
+            if self.epoch.load(Ordering::SeqCst) == epoch {
+                return Some(side);
+            }
+            readers.fetch_sub(1, Ordering::SeqCst);
+        }
+        None
+    }
+
+    pub(crate) fn leave(&self, side: usize) {
+        if let Some(readers) = self.readers.get(side) {
+            readers.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Outside the handler only. Waits until every reader that entered
+    /// before this call has left. Writers must be serialized by the caller.
+    pub(crate) fn synchronize(&self) {
+        let old = self.epoch.fetch_add(1, Ordering::SeqCst);
+        let readers = &self.readers[old & 1];
+        let mut spins = 0u32;
+        while readers.load(Ordering::SeqCst) != 0 {
+            spins += 1;
+            if spins < 100 {
+                std::hint::spin_loop();
+            } else {
+                std::thread::yield_now();
+            }
+        }
+    }
+
+    /// In a forked child, where no handler of the parent's other threads
+    /// can be running any more.
+    pub(crate) fn reset_after_fork(&self) {
+        self.readers[0].store(0, Ordering::SeqCst);
+        self.readers[1].store(0, Ordering::SeqCst);
+    }
+}
+
+/// A hash table entry: a stack (in the table's PC pool) and its count.
+/// `hash` is 0 when empty, [`CLAIMED`] while its claimer writes it, and the
+/// stack's hash (always ≥ 2) once published.
+pub(crate) struct Entry {
+    pub(crate) hash: AtomicU64,
+    pub(crate) count: AtomicU64,
+    pub(crate) offset: AtomicU32,
+    pub(crate) len: AtomicU32,
+}
+
+const CLAIMED: u64 = 1;
+const PROBES: usize = 32;
+
+/// A preallocated, lock-free table of stacks with counts. Handlers add to
+/// the active one; the control side swaps tables, synchronizes the
+/// [`Gate`] and drains the inactive one.
+pub(crate) struct StackTable {
+    pub(crate) entries: Box<[Entry]>,
+    pub(crate) pcs: Box<[AtomicU64]>,
+    pub(crate) pcs_used: AtomicUsize,
+    pub(crate) occupied: AtomicUsize,
+}
+
+/// Why a sample could not be recorded.
+pub(crate) enum Dropped {
+    TableFull,
+}
+
+impl StackTable {
+    /// Adds `weight` to the count of `stack`.
+    fn record(&self, stack: &[u64], weight: u64) -> Result<(), Dropped> {
+        let hash = hash_stack(stack);
+        let mask = self.entries.len() - 1;
+        let mut index = (hash as usize) & mask;
+        for _ in 0..PROBES {
+            let Some(entry) = self.entries.get(index) else {
+                return Err(Dropped::TableFull);
+            };
+            let current = entry.hash.load(Ordering::Acquire);
+            if current == hash && self.stored_equals(entry, stack) {
+                entry.count.fetch_add(weight, Ordering::Relaxed);
+                return Ok(());
+            }
+            if current == 0
+                && entry
+                    .hash
+                    .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                return self.fill(entry, hash, stack, weight);
+            }
+            index = (index + 1) & mask;
+        }
+        Err(Dropped::TableFull)
+    }
+
+    /// Writes a claimed entry and publishes it.
+    fn fill(&self, entry: &Entry, hash: u64, stack: &[u64], weight: u64) -> Result<(), Dropped> {
+        let len = stack.len();
+        let offset = self.pcs_used.fetch_add(len, Ordering::Relaxed);
+        let Some(slots) = offset
+            .checked_add(len)
+            .and_then(|end| self.pcs.get(offset..end))
+        else {
+            // Leave the entry claimed but empty (len 0): drains skip it.
+            entry.len.store(0, Ordering::Relaxed);
+            entry.count.store(0, Ordering::Relaxed);
+            entry.hash.store(hash, Ordering::Release);
+            return Err(Dropped::TableFull);
+        };
+        for (slot, &pc) in slots.iter().zip(stack) {
+            slot.store(pc, Ordering::Relaxed);
+        }
+        entry.offset.store(offset as u32, Ordering::Relaxed);
+        entry.len.store(len as u32, Ordering::Relaxed);
+        entry.count.store(weight, Ordering::Relaxed);
+        self.occupied.fetch_add(1, Ordering::Relaxed);
+        entry.hash.store(hash, Ordering::Release);
+        Ok(())
+    }
+
+    fn stored_equals(&self, entry: &Entry, stack: &[u64]) -> bool {
+        let len = entry.len.load(Ordering::Relaxed) as usize;
+        let offset = entry.offset.load(Ordering::Relaxed) as usize;
+        if len != stack.len() {
+            return false;
+        }
+        match offset
+            .checked_add(len)
+            .and_then(|end| self.pcs.get(offset..end))
+        {
+            Some(slots) => slots
+                .iter()
+                .zip(stack)
+                .all(|(s, &pc)| s.load(Ordering::Relaxed) == pc),
+            None => false,
+        }
+    }
+}
+
+/// FNV-1a over the PCs, forced to be ≥ 2 (0 and 1 mark empty and claimed).
+pub(crate) fn hash_stack(stack: &[u64]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &pc in stack {
+        h ^= pc;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        h ^= h >> 29;
+    }
+    h | 2
+}
+
+/// An unwinder cache that one handler at a time may use.
+pub(crate) struct CacheSlot {
+    pub(crate) busy: AtomicBool,
+    pub(crate) cache: UnsafeCell<UnwindCache>,
+}
+
+// SAFETY: `cache` is only touched by whoever won `busy`.
+unsafe impl Sync for CacheSlot {}
+
+/// Per-thread facts the handler needs, keyed by kernel thread id.
+pub(crate) struct ThreadSlot {
+    /// 0 empty, -1 removed, else the thread id.
+    pub(crate) tid: AtomicI32,
+    /// End (highest address) of the thread's stack, 0 if unknown.
+    pub(crate) stack_end: AtomicU64,
+    /// The perf event fd or POSIX timer id armed for the thread, -1 if none.
+    pub(crate) timer: AtomicU64,
+    /// True when the thread was created through our `pthread_create`.
+    pub(crate) via_pthread_create: AtomicBool,
+}
+
+pub(crate) const TID_REMOVED: i32 = -1;
+
+/// Counters reported at stop.
+#[derive(Default)]
+pub(crate) struct Stats {
+    /// Profiling signals handled while running.
+    pub(crate) interrupts: AtomicU64,
+    /// Samples recorded (sum of weights).
+    pub(crate) samples: AtomicU64,
+    /// Samples the filter callback rejected.
+    pub(crate) filtered: AtomicU64,
+    /// Samples lost because the stack table was full.
+    pub(crate) dropped_full: AtomicU64,
+    /// Samples lost because every unwinder cache was busy or a writer kept
+    /// the gate moving.
+    pub(crate) dropped_busy: AtomicU64,
+    /// Stacks cut at [`MAX_DEPTH`].
+    pub(crate) truncated_depth: AtomicU64,
+    /// Stacks whose unwinding stopped at an unreadable or invalid frame
+    /// before reaching a frame that ends the stack.
+    pub(crate) truncated_unwind: AtomicU64,
+    /// Stacks with no known stack bound for the thread: leaf PC only.
+    pub(crate) leaf_only: AtomicU64,
+}
+
+/// Everything shared between the handler and the control side.
+pub(crate) struct Sampler {
+    pub(crate) gate: Gate,
+    pub(crate) tables: [StackTable; 2],
+    pub(crate) active_table: AtomicUsize,
+    pub(crate) modules: AtomicPtr<ModuleSnapshot>,
+    pub(crate) caches: Box<[CacheSlot]>,
+    pub(crate) threads: Box<[ThreadSlot]>,
+    pub(crate) running: AtomicBool,
+    /// `filter_in_thread` and its argument (0 when none).
+    pub(crate) filter: AtomicUsize,
+    pub(crate) filter_arg: AtomicUsize,
+    /// True when the per-sample weight comes from the timer's overrun
+    /// count (POSIX timers).
+    pub(crate) weight_overruns: AtomicBool,
+    /// Set by the handler when it sees a PC outside every known module.
+    pub(crate) modules_stale: AtomicBool,
+    /// The control thread's eventfd, -1 when none.
+    pub(crate) wake_fd: AtomicI32,
+    pub(crate) stats: Stats,
+}
+
+impl Sampler {
+    /// The slot of thread `tid`, if registered. Lock-free lookup in an
+    /// open-addressed table (linear probing; removed slots keep chains).
+    pub(crate) fn thread_slot(&self, tid: i32) -> Option<&ThreadSlot> {
+        let mask = self.threads.len() - 1;
+        let mut index = thread_hash(tid) & mask;
+        for _ in 0..self.threads.len() {
+            let slot = self.threads.get(index)?;
+            match slot.tid.load(Ordering::Acquire) {
+                0 => return None,
+                t if t == tid => return Some(slot),
+                _ => index = (index + 1) & mask,
+            }
+        }
+        None
+    }
+
+    /// Wakes the control thread (async-signal-safe: one `write`).
+    pub(crate) fn wake_control(&self) {
+        let fd = self.wake_fd.load(Ordering::Relaxed);
+        if fd >= 0 {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a live local to an eventfd.
+            unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
+        }
+    }
+}
+
+pub(crate) fn thread_hash(tid: i32) -> usize {
+    (tid as u32).wrapping_mul(0x9E37_79B9) as usize
+}
+
+/// The kernel thread id of the caller (a raw system call: async-signal-safe
+/// and free of thread-local storage).
+pub(crate) fn gettid() -> i32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+}
+
+/// The profiling signal handler (installed with `SA_SIGINFO | SA_RESTART`).
+pub(crate) extern "C" fn on_profiling_signal(
+    _sig: i32,
+    info: *mut libc::siginfo_t,
+    ucontext: *mut c_void,
+) {
+    // SAFETY: __errno_location returns the calling thread's errno slot.
+    let errno = unsafe { libc::__errno_location() };
+    // SAFETY: as above, valid for the thread's lifetime.
+    let saved = unsafe { *errno };
+    let sampler = SAMPLER.load(Ordering::Acquire);
+    if !sampler.is_null() {
+        // SAFETY: the sampler is never freed once published.
+        let sampler = unsafe { &*sampler };
+        if sampler.running.load(Ordering::Acquire) {
+            let weight = sample_weight(sampler, info);
+            take_sample(sampler, ucontext, weight);
+        }
+    }
+    // SAFETY: as above.
+    unsafe { *errno = saved };
+}
+
+/// One sample counts for 1 + the timer's overrun (POSIX timers report how
+/// many expirations were merged into this signal).
+fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> u64 {
+    if info.is_null() || !sampler.weight_overruns.load(Ordering::Relaxed) {
+        return 1;
+    }
+    // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
+    let info = unsafe { &*info };
+    if info.si_code != libc::SI_TIMER {
+        return 1;
+    }
+    // SAFETY: si_code SI_TIMER says the timer fields are the valid ones.
+    let overrun = unsafe { si_overrun(info) };
+    1 + overrun.clamp(0, 10_000) as u64
+}
+
+/// `si_overrun` of a timer siginfo (glibc layout: after si_tid).
+unsafe fn si_overrun(info: &libc::siginfo_t) -> i32 {
+    #[repr(C)]
+    struct TimerSiginfo {
+        si_signo: i32,
+        si_errno: i32,
+        si_code: i32,
+        _pad: i32,
+        si_tid: i32,
+        si_overrun: i32,
+    }
+    // SAFETY: siginfo_t is 128 bytes; the prefix matches the kernel layout.
+    unsafe { (*(info as *const libc::siginfo_t as *const TimerSiginfo)).si_overrun }
+}
+
+fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u64) {
+    let stats = &sampler.stats;
+    stats.interrupts.fetch_add(1, Ordering::Relaxed);
+    let filter = sampler.filter.load(Ordering::Acquire);
+    if filter != 0 {
+        // SAFETY: set from a `int (*)(void *)` by ProfilerStartWithOptions;
+        // gperftools documents that it runs in the signal handler.
+        let filter: extern "C" fn(*mut c_void) -> i32 = unsafe { std::mem::transmute(filter) };
+        if filter(sampler.filter_arg.load(Ordering::Relaxed) as *mut c_void) == 0 {
+            stats.filtered.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+    }
+    let Some(side) = sampler.gate.enter() else {
+        stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
+        return;
+    };
+    let mut stack = [0u64; MAX_DEPTH];
+    let depth = capture_stack(sampler, ucontext, &mut stack);
+    if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
+        let table = sampler
+            .tables
+            .get(sampler.active_table.load(Ordering::Acquire) & 1);
+        match table.map(|t| t.record(captured, weight)) {
+            Some(Ok(())) => {
+                stats.samples.fetch_add(weight, Ordering::Relaxed);
+            }
+            Some(Err(Dropped::TableFull)) | None => {
+                stats.dropped_full.fetch_add(weight, Ordering::Relaxed);
+                sampler.wake_control();
+            }
+        }
+        let occupied = table.map_or(0, |t| t.occupied.load(Ordering::Relaxed));
+        if occupied == sampler.tables[0].entries.len() / 2 {
+            sampler.wake_control();
+        }
+    }
+    sampler.gate.leave(side);
+}
+
+/// Registers of the interrupted context (x86-64 glibc `ucontext_t`).
+pub(crate) fn registers(ucontext: *const c_void) -> Option<(u64, u64, u64)> {
+    if ucontext.is_null() {
+        return None;
+    }
+    // SAFETY: the kernel passes a valid ucontext to SA_SIGINFO handlers;
+    // callers of ProfilerGetStackTrace pass one as documented.
+    let gregs = unsafe { &(*(ucontext as *const libc::ucontext_t)).uc_mcontext.gregs };
+    let pc = *gregs.get(libc::REG_RIP as usize)? as u64;
+    let sp = *gregs.get(libc::REG_RSP as usize)? as u64;
+    let bp = *gregs.get(libc::REG_RBP as usize)? as u64;
+    Some((pc, sp, bp))
+}
+
+/// Unwinds the interrupted thread into `out` (leaf first); returns the
+/// depth. Needs the gate held.
+fn capture_stack(sampler: &Sampler, ucontext: *mut c_void, out: &mut [u64; MAX_DEPTH]) -> usize {
+    let Some((pc, sp, bp)) = registers(ucontext) else {
+        return 0;
+    };
+    unwind(sampler, pc, sp, bp, out)
+}
+
+/// Unwinds from (pc, sp, bp) into `out`. Async-signal-safe; needs the gate
+/// held by the caller.
+pub(crate) fn unwind(sampler: &Sampler, pc: u64, sp: u64, bp: u64, out: &mut [u64]) -> usize {
+    let stats = &sampler.stats;
+    let Some(first) = out.first_mut() else {
+        return 0;
+    };
+    *first = pc;
+    let snapshot = sampler.modules.load(Ordering::Acquire);
+    if snapshot.is_null() {
+        return 1;
+    }
+    // SAFETY: published snapshots stay alive while the gate is held.
+    let snapshot = unsafe { &*snapshot };
+    if !snapshot.contains_code(pc) && !sampler.modules_stale.swap(true, Ordering::Relaxed) {
+        sampler.wake_control();
+    }
+    let tid = gettid();
+    let stack_end = sampler
+        .thread_slot(tid)
+        .map(|slot| slot.stack_end.load(Ordering::Relaxed))
+        .filter(|&end| end > sp)
+        .or_else(|| snapshot.stack_end_for(sp))
+        .or_else(|| {
+            // SAFETY: getpid is async-signal-safe.
+            let main = tid == unsafe { libc::getpid() };
+            (main && snapshot.main_stack_end > sp).then_some(snapshot.main_stack_end)
+        });
+    let Some(stack_end) = stack_end else {
+        stats.leaf_only.fetch_add(1, Ordering::Relaxed);
+        return 1;
+    };
+    let Some(slot) = acquire_cache(sampler, tid) else {
+        stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
+        return 1;
+    };
+    // SAFETY: we won `busy`, so the cache is ours until released.
+    let cache = unsafe { &mut *slot.cache.get() };
+    let mut read_stack = |addr: u64| -> Result<u64, ()> {
+        if addr >= sp && addr % 8 == 0 && addr.checked_add(8).is_some_and(|end| end <= stack_end) {
+            // SAFETY: [sp, stack_end) is the mapped stack of this thread.
+            Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
+        } else {
+            Err(())
+        }
+    };
+    let regs = UnwindRegsX86_64::new(pc, sp, bp);
+    let mut frames = snapshot
+        .unwinder
+        .iter_frames(pc, regs, cache, &mut read_stack);
+    let mut depth = 0usize;
+    loop {
+        match frames.next() {
+            Ok(Some(frame)) => match out.get_mut(depth) {
+                Some(slot) => {
+                    *slot = frame.address();
+                    depth += 1;
+                }
+                None => {
+                    stats.truncated_depth.fetch_add(1, Ordering::Relaxed);
+                    break;
+                }
+            },
+            Ok(None) => break,
+            Err(_) => {
+                stats.truncated_unwind.fetch_add(1, Ordering::Relaxed);
+                break;
+            }
+        }
+    }
+    slot.busy.store(false, Ordering::Release);
+    depth.max(1)
+}
+
+fn acquire_cache(sampler: &Sampler, tid: i32) -> Option<&CacheSlot> {
+    let n = sampler.caches.len();
+    let start = thread_hash(tid) % n.max(1);
+    for i in 0..n {
+        let slot = sampler.caches.get((start + i) % n)?;
+        if slot
+            .busy
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+        {
+            return Some(slot);
+        }
+    }
+    None
+}

@@ -1,0 +1,259 @@
+//! Covering every thread: our `pthread_create` (which interposes libc's,
+//! from `libcpuprof.so` or from a program linking the rlib) arms each new
+//! thread's clock from inside the thread before its start routine runs and
+//! records its stack bounds; a pthread key destructor disarms it at exit.
+//! Threads that exist at start, and threads created without
+//! `pthread_create`, are found in `/proc/self/task` (at start, then once a
+//! second by the control thread).
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
+
+use crate::collector::existing_sampler;
+use crate::profiler::{control_tid, lock, Arming, THREADS};
+use crate::signal_path::{gettid, Sampler};
+use crate::timers;
+
+type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+type PthreadCreate = unsafe extern "C" fn(
+    *mut libc::pthread_t,
+    *const libc::pthread_attr_t,
+    StartRoutine,
+    *mut c_void,
+) -> c_int;
+
+static REAL_PTHREAD_CREATE: AtomicUsize = AtomicUsize::new(0);
+
+/// libc's `pthread_create` (the next definition after ours).
+fn real_pthread_create() -> Option<PthreadCreate> {
+    let mut ptr = REAL_PTHREAD_CREATE.load(Ordering::Acquire);
+    if ptr == 0 {
+        // SAFETY: dlsym with a valid NUL-terminated name.
+        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
+        if ptr == 0 || ptr == pthread_create as *const () as usize {
+            return None;
+        }
+        REAL_PTHREAD_CREATE.store(ptr, Ordering::Release);
+    }
+    // SAFETY: dlsym found libc's pthread_create, which has this type.
+    Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(ptr) })
+}
+
+struct StartArgs {
+    start: StartRoutine,
+    arg: *mut c_void,
+}
+
+/// Interposes libc's `pthread_create`: once a sampler exists, the new
+/// thread registers (and, during a session, arms) itself before running
+/// `start`.
+///
+/// # Safety
+/// Same contract as libc's `pthread_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: StartRoutine,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(real) = real_pthread_create() else {
+        return libc::EAGAIN;
+    };
+    if existing_sampler().is_none() {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    let args = Box::into_raw(Box::new(StartArgs { start, arg }));
+    // SAFETY: the trampoline takes ownership of `args` when it runs.
+    let rc = unsafe { real(thread, attr, trampoline, args.cast()) };
+    if rc != 0 {
+        // SAFETY: the thread was not created; `args` is still ours.
+        drop(unsafe { Box::from_raw(args) });
+    }
+    rc
+}
+
+extern "C" fn trampoline(args: *mut c_void) -> *mut c_void {
+    // SAFETY: created by pthread_create above, consumed exactly once.
+    let StartArgs { start, arg } = *unsafe { Box::from_raw(args as *mut StartArgs) };
+    on_thread_start();
+    start(arg)
+}
+
+/// Registers the calling thread with its stack bounds and arms it if a
+/// session runs; arranges for [`on_thread_exit`] at its end.
+fn on_thread_start() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let tid = gettid();
+    let stack_end = current_stack_end();
+    let threads = lock(&THREADS);
+    if let Some(slot) = sampler.register_thread(tid) {
+        slot.stack_end.store(stack_end, Ordering::Relaxed);
+        slot.via_pthread_create.store(true, Ordering::Relaxed);
+        if let Some(arming) = *threads {
+            arm_slot(sampler, arming, tid);
+        }
+    }
+    drop(threads);
+    if let Some(key) = exit_key() {
+        // SAFETY: a key we created; the value is the (non-zero) tid.
+        unsafe { libc::pthread_setspecific(key, tid as usize as *const c_void) };
+    }
+}
+
+/// The pthread key whose destructor runs [`on_thread_exit`].
+fn exit_key() -> Option<libc::pthread_key_t> {
+    static KEY: OnceLock<Option<libc::pthread_key_t>> = OnceLock::new();
+    *KEY.get_or_init(|| {
+        let mut key: libc::pthread_key_t = 0;
+        // SAFETY: creating a key with a plain extern "C" destructor.
+        let rc = unsafe { libc::pthread_key_create(&mut key, Some(on_thread_exit)) };
+        (rc == 0).then_some(key)
+    })
+}
+
+/// Disarms and forgets an exiting thread.
+extern "C" fn on_thread_exit(value: *mut c_void) {
+    let tid = value as usize as i32;
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let threads = lock(&THREADS);
+    if let Some(slot) = sampler.thread_slot(tid) {
+        let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
+        if let Some(arming) = *threads {
+            timers::disarm_thread(arming.clock, handle);
+        }
+        sampler.unregister_thread(tid);
+    }
+}
+
+/// The end (highest address) of the calling thread's stack, 0 if unknown.
+fn current_stack_end() -> u64 {
+    // SAFETY: pthread_getattr_np fills a local attr we then destroy.
+    unsafe {
+        let mut attr: libc::pthread_attr_t = std::mem::zeroed();
+        if libc::pthread_getattr_np(libc::pthread_self(), &mut attr) != 0 {
+            return 0;
+        }
+        let mut addr: *mut c_void = std::ptr::null_mut();
+        let mut size: usize = 0;
+        let rc = libc::pthread_attr_getstack(&attr, &mut addr, &mut size);
+        libc::pthread_attr_destroy(&mut attr);
+        if rc != 0 {
+            return 0;
+        }
+        addr as u64 + size as u64
+    }
+}
+
+/// Arms thread `tid`'s clock if it has none. Caller holds [`THREADS`].
+fn arm_slot(sampler: &Sampler, arming: Arming, tid: i32) {
+    if !arming.clock.per_thread() || tid == control_tid() {
+        return;
+    }
+    let Some(slot) = sampler.thread_slot(tid) else {
+        return;
+    };
+    if slot.timer.load(Ordering::Acquire) != u64::MAX {
+        return;
+    }
+    // A thread may exit between listing and arming: then arming fails
+    // (ESRCH) and there is nothing to sample anyway.
+    if let Ok(handle) = timers::arm_thread(arming.clock, tid, arming.period_ns, arming.signal) {
+        slot.timer.store(handle, Ordering::Release);
+    }
+}
+
+/// Registers and arms thread `tid`. Caller holds [`THREADS`].
+pub(crate) fn arm_locked(sampler: &Sampler, arming: Arming, tid: i32) {
+    if tid == control_tid() {
+        return;
+    }
+    if sampler.register_thread(tid).is_some() {
+        arm_slot(sampler, arming, tid);
+    }
+}
+
+/// The thread ids of this process, from `/proc/self/task`.
+pub(crate) fn list_threads() -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    dir.filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect()
+}
+
+/// Arms threads that appeared without our `pthread_create`; forgets
+/// threads that ended without its exit hook. Caller holds the control
+/// lock (not [`THREADS`]).
+pub(crate) fn sweep(sampler: &Sampler) {
+    let live = list_threads();
+    if live.is_empty() {
+        return;
+    }
+    let threads = lock(&THREADS);
+    let Some(arming) = *threads else {
+        return;
+    };
+    for &tid in &live {
+        arm_locked(sampler, arming, tid);
+    }
+    let gone: Vec<i32> = sampler
+        .registered_threads()
+        .map(|(tid, _)| tid)
+        .filter(|tid| !live.contains(tid))
+        .collect();
+    for tid in gone {
+        if let Some(slot) = sampler.thread_slot(tid) {
+            let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
+            timers::disarm_thread(arming.clock, handle);
+        }
+        sampler.unregister_thread(tid);
+    }
+}
+
+/// Starts an internal thread (the control thread) with every signal
+/// blocked, through libc's `pthread_create` directly.
+pub(crate) fn spawn_internal(main: StartRoutine) -> Result<(), ()> {
+    let real = real_pthread_create().ok_or(())?;
+    // SAFETY: signal masks of the calling thread, restored below; a
+    // detached thread whose routine takes no argument.
+    unsafe {
+        let mut all: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigfillset(&mut all);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        let mut thread: libc::pthread_t = 0;
+        let rc = real(&mut thread, std::ptr::null(), main, std::ptr::null_mut());
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        if rc != 0 {
+            return Err(());
+        }
+        libc::pthread_detach(thread);
+    }
+    Ok(())
+}
+
+/// Registers the calling thread (with its stack bounds) and arms it if a
+/// session runs. Idempotent.
+pub(crate) fn register_current_thread() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let tid = gettid();
+    let stack_end = current_stack_end();
+    let threads = lock(&THREADS);
+    if let Some(slot) = sampler.register_thread(tid) {
+        if slot.stack_end.load(Ordering::Relaxed) == 0 {
+            slot.stack_end.store(stack_end, Ordering::Relaxed);
+        }
+        if let Some(arming) = *threads {
+            arm_slot(sampler, arming, tid);
+        }
+    }
+}

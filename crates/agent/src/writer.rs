@@ -1,0 +1,121 @@
+//! Writing the profile: gperftools' binary CPU profile format ("Google CPU
+//! Profiler Binary Data File Format": header `0, 3, 0, period_us, 0`,
+//! records `count, n, pc[0..n]` leaf first with return addresses as
+//! sampled, trailer `0, 1, 0`, then the text of `/proc/self/maps`), written
+//! to a temporary file that is then renamed over the target, so a reader
+//! never sees half a profile.
+
+use std::io::{self, Write};
+
+use rustc_hash::FxHashMap;
+
+/// Encodes a profile in native word size and byte order.
+pub(crate) fn encode(
+    period_us: u64,
+    stacks: &FxHashMap<Vec<u64>, u64>,
+    maps: &str,
+    maps_seen: &[String],
+) -> Vec<u8> {
+    let words: usize = stacks.keys().map(|s| s.len() + 2).sum();
+    let mut out = Vec::with_capacity((words + 8) * 8 + maps.len());
+    let put = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&(v as usize).to_ne_bytes());
+    for slot in [0, 3, 0, period_us, 0] {
+        put(&mut out, slot);
+    }
+    // Heaviest stacks first, then by PCs: deterministic output.
+    let mut records: Vec<(&Vec<u64>, u64)> = stacks.iter().map(|(s, &c)| (s, c)).collect();
+    records.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    for (stack, count) in records {
+        if stack.is_empty() || count == 0 {
+            continue;
+        }
+        put(&mut out, count);
+        put(&mut out, stack.len() as u64);
+        for &pc in stack {
+            put(&mut out, pc);
+        }
+    }
+    for slot in [0, 1, 0] {
+        put(&mut out, slot);
+    }
+    out.extend_from_slice(maps.as_bytes());
+    if !maps.is_empty() && !maps.ends_with('\n') {
+        out.push(b'\n');
+    }
+    // Objects seen earlier in the session but unloaded since (dlclose):
+    // keep their lines when no current mapping overlaps them.
+    let current: Vec<(u64, u64)> = maps.lines().filter_map(range_of).collect();
+    for line in maps_seen {
+        if let Some((start, end)) = range_of(line) {
+            let path = line.split_whitespace().nth(5).unwrap_or("");
+            let overlaps = current.iter().any(|&(s, e)| start < e && s < end);
+            if !overlaps && path.starts_with('/') {
+                out.extend_from_slice(line.as_bytes());
+                out.push(b'\n');
+            }
+        }
+    }
+    out
+}
+
+fn range_of(line: &str) -> Option<(u64, u64)> {
+    let range = line.split_whitespace().next()?;
+    let (start, end) = range.split_once('-')?;
+    Some((
+        u64::from_str_radix(start, 16).ok()?,
+        u64::from_str_radix(end, 16).ok()?,
+    ))
+}
+
+/// Writes `bytes` to `path.<pid>.tmp` in the same directory, then renames
+/// it to `path`.
+pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
+    let temporary = format!("{path}.{}.tmp", std::process::id());
+    let result = (|| {
+        let mut file = std::fs::File::create(&temporary)?;
+        file.write_all(bytes)?;
+        file.flush()?;
+        std::fs::rename(&temporary, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&temporary);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encodes_the_documented_layout() {
+        let mut stacks = FxHashMap::default();
+        stacks.insert(vec![0x1000, 0x2000], 3);
+        let maps = "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n";
+        let bytes = encode(10_000, &stacks, maps, &[]);
+        let words: Vec<u64> = bytes[..10 * 8]
+            .chunks(8)
+            .map(|c| u64::from_ne_bytes(c.try_into().unwrap()))
+            .collect();
+        assert_eq!(words, [0, 3, 0, 10_000, 0, 3, 2, 0x1000, 0x2000, 0]);
+        assert!(bytes.ends_with(maps.as_bytes()));
+        let profile = cpuprof_profile::gperftools::read(&bytes).unwrap();
+        assert_eq!(profile.samples.len(), 1);
+        assert_eq!(profile.period, 10_000_000);
+    }
+
+    #[test]
+    fn keeps_unloaded_objects_only() {
+        let stacks = FxHashMap::default();
+        let maps = "1000-2000 r-xp 00000000 08:01 1 /lib/a.so\n";
+        let seen = vec![
+            "1000-2000 r-xp 00000000 08:01 1 /lib/a.so".to_string(),
+            "5000-6000 r-xp 00000000 08:01 2 /lib/gone.so".to_string(),
+            "1800-1900 r-xp 00000000 08:01 3 /lib/overlapping.so".to_string(),
+        ];
+        let text = String::from_utf8(encode(100, &stacks, maps, &seen)[8 * 8..].to_vec()).unwrap();
+        assert!(text.contains("gone.so"));
+        assert!(!text.contains("overlapping.so"));
+        assert_eq!(text.matches("a.so").count(), 1);
+    }
+}
