@@ -108,19 +108,17 @@ fn is_rust_legacy(symbol: &str) -> bool {
     if !symbol.starts_with("_ZN") {
         return false;
     }
-    let body = match symbol.find('.') {
-        Some(dot) => &symbol[..dot],
-        None => symbol,
-    };
-    let bytes = body.as_bytes();
-    if bytes.len() < 3 + 20 || !body.ends_with('E') {
-        return false;
-    }
-    let hash = &bytes[bytes.len() - 20..bytes.len() - 1];
-    hash[0] == b'1'
-        && hash[1] == b'7'
-        && hash[2] == b'h'
-        && hash[3..].iter().all(|b| b.is_ascii_hexdigit())
+    // The path ends in a `17h<16 hex digits>E` hash component, at the end
+    // or before a `.suffix` (`.llvm.123`). Path components may themselves
+    // hold dots (`core..panic`), so look for the hash, not the first dot.
+    let bytes = symbol.as_bytes();
+    bytes.iter().enumerate().any(|(end, &b)| {
+        b == b'E'
+            && (end + 1 == bytes.len() || bytes[end + 1] == b'.')
+            && end >= 3 + 19
+            && &bytes[end - 19..end - 16] == b"17h"
+            && bytes[end - 16..end].iter().all(|b| b.is_ascii_hexdigit())
+    })
 }
 
 /// Prefixes of the C++ "special names" that Go pprof leaves whole.
@@ -622,5 +620,21 @@ mod tests {
         for (full, short) in cases {
             assert_eq!(perl_short_name(full), short, "for {full}");
         }
+    }
+}
+
+#[cfg(test)]
+mod rust_legacy_tests {
+    use super::demangle;
+
+    /// A legacy Rust symbol with a long first component (`115_$LT$...`):
+    /// it is valid Itanium too, so the GNU demangler must not get it first.
+    #[test]
+    fn long_legacy_rust_symbols_demangle_as_rust() {
+        let symbol = "_ZN115_$LT$core..panic..unwind_safe..AssertUnwindSafe$LT$F$GT$$u20$as$u20$core..ops..function..FnOnce$LT$$LP$$RP$$GT$$GT$9call_once17h9763c2cb8a20ef1fE";
+        assert_eq!(
+            demangle(symbol),
+            "<core::panic::unwind_safe::AssertUnwindSafe<F> as core::ops::function::FnOnce<()>>::call_once"
+        );
     }
 }
