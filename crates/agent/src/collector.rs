@@ -69,12 +69,14 @@ pub(crate) fn sampler() -> &'static Sampler {
                 stack_end: AtomicU64::new(0),
                 timer: AtomicU64::new(u64::MAX),
                 via_pthread_create: AtomicBool::new(false),
+                cpu_mark: AtomicU64::new(0),
             })
             .collect(),
         running: AtomicBool::new(false),
         filter: AtomicUsize::new(0),
         filter_arg: AtomicUsize::new(0),
         weight_overruns: AtomicBool::new(false),
+        cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
         wake_fd: AtomicI32::new(-1),
         stats: Stats::default(),
@@ -192,7 +194,7 @@ impl Sampler {
             let current = slot.tid.load(Ordering::Acquire);
             if current == 0 || current == TID_REMOVED {
                 slot.stack_end.store(0, Ordering::Relaxed);
-                slot.timer.store(u64::MAX, Ordering::Relaxed);
+                slot.armed(u64::MAX);
                 slot.via_pthread_create.store(false, Ordering::Relaxed);
                 slot.tid.store(tid, Ordering::Release);
                 return Some(slot);
@@ -224,6 +226,7 @@ impl Sampler {
         for counter in [
             &s.interrupts,
             &s.samples,
+            &s.skipped,
             &s.filtered,
             &s.dropped_full,
             &s.dropped_busy,

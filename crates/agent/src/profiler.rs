@@ -203,6 +203,17 @@ pub(crate) fn start(
         matches!(clock, Trigger::ThreadCpuTimer | Trigger::WallClock),
         Ordering::Relaxed,
     );
+    // User-time-only task-clock does not count what the CPU clock counts
+    // in the kernel: there each signal stays one sample.
+    let cpu_clock_period = match clock {
+        Trigger::PerfTaskClock {
+            exclude_kernel: false,
+        } => period_ns,
+        _ => 0,
+    };
+    sampler
+        .cpu_clock_period_ns
+        .store(cpu_clock_period, Ordering::Relaxed);
     let wall_timer = if clock == Trigger::WallClock {
         handle
     } else {
@@ -217,7 +228,7 @@ pub(crate) fn start(
         });
         if clock.per_thread() {
             if let Some(slot) = sampler.register_thread(me) {
-                slot.timer.store(handle, Ordering::Relaxed);
+                slot.armed(handle);
             }
             let arming = Arming {
                 clock,
@@ -316,7 +327,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         summary.interrupts, summary.evictions, summary.bytes
     ));
     write_stderr(&format!(
-        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}\n",
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}{}\n",
         summary.samples,
         summary.dropped,
         summary.truncated,
@@ -327,6 +338,10 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         load(&s.leaf_only),
         summary.frequency,
         summary.clock,
+        match load(&s.skipped) {
+            0 => String::new(),
+            n => format!(", {n} signals ahead of the thread's CPU clock skipped"),
+        },
     ));
     sampler.filter.store(0, Ordering::Release);
     Some(written.map(|_| summary))
@@ -815,7 +830,7 @@ extern "C" fn fork_child() {
                 session.wall_timer = handle;
             } else if session.clock.per_thread() {
                 if let Some(slot) = sampler.register_thread(gettid()) {
-                    slot.timer.store(handle, Ordering::Relaxed);
+                    slot.armed(handle);
                 }
             }
             *threads = arming;

@@ -278,6 +278,19 @@ pub(crate) struct ThreadSlot {
     pub(crate) timer: AtomicU64,
     /// True when the thread was created through our `pthread_create`.
     pub(crate) via_pthread_create: AtomicBool,
+    /// The thread's CPU time (ns) that samples have accounted for so far;
+    /// 0 until its first signal. Written only by the thread's own handler
+    /// and by whoever arms its timer.
+    pub(crate) cpu_mark: AtomicU64,
+}
+
+impl ThreadSlot {
+    /// Records the timer armed for the thread; its CPU-time account starts
+    /// afresh.
+    pub(crate) fn armed(&self, handle: u64) {
+        self.cpu_mark.store(0, Ordering::Relaxed);
+        self.timer.store(handle, Ordering::Release);
+    }
 }
 
 pub(crate) const TID_REMOVED: i32 = -1;
@@ -289,6 +302,9 @@ pub(crate) struct Stats {
     pub(crate) interrupts: AtomicU64,
     /// Samples recorded (sum of weights).
     pub(crate) samples: AtomicU64,
+    /// Signals that came before a whole period of the thread's CPU time
+    /// had passed (task-clock counting stolen time), so stood for none.
+    pub(crate) skipped: AtomicU64,
     /// Samples the filter callback rejected.
     pub(crate) filtered: AtomicU64,
     /// Samples lost because the stack table was full.
@@ -320,6 +336,9 @@ pub(crate) struct Sampler {
     /// True when the per-sample weight comes from the timer's overrun
     /// count (POSIX timers).
     pub(crate) weight_overruns: AtomicBool,
+    /// With perf task-clock: the period in ns of the thread's own CPU clock
+    /// that one sample stands for (0 otherwise). See [`cpu_time_weight`].
+    pub(crate) cpu_clock_period_ns: AtomicU64,
     /// Set by the handler when it sees a PC outside every known module.
     pub(crate) modules_stale: AtomicBool,
     /// The control thread's eventfd, -1 when none.
@@ -381,28 +400,76 @@ pub(crate) extern "C" fn on_profiling_signal(
         // SAFETY: the sampler is never freed once published.
         let sampler = unsafe { &*sampler };
         if sampler.running.load(Ordering::Acquire) {
-            let weight = sample_weight(sampler, info);
-            take_sample(sampler, ucontext, weight);
+            sampler.stats.interrupts.fetch_add(1, Ordering::Relaxed);
+            if let Some(weight) = sample_weight(sampler, info) {
+                take_sample(sampler, ucontext, weight);
+            }
         }
     }
     // SAFETY: as above.
     unsafe { *errno = saved };
 }
 
-/// One sample counts for 1 + the timer's overrun (POSIX timers report how
-/// many expirations were merged into this signal).
-fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> u64 {
+/// How many samples this signal stands for; `None` when it stands for none.
+/// POSIX timers: 1 + the timer's overrun (how many expirations were merged
+/// into this signal). perf task-clock: see [`cpu_time_weight`].
+fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> Option<u64> {
+    let cpu_period = sampler.cpu_clock_period_ns.load(Ordering::Relaxed);
+    if cpu_period != 0 {
+        return cpu_time_weight(sampler, cpu_period);
+    }
     if info.is_null() || !sampler.weight_overruns.load(Ordering::Relaxed) {
-        return 1;
+        return Some(1);
     }
     // SAFETY: the kernel passes a valid siginfo to SA_SIGINFO handlers.
     let info = unsafe { &*info };
     if info.si_code != libc::SI_TIMER {
-        return 1;
+        return Some(1);
     }
     // SAFETY: si_code SI_TIMER says the timer fields are the valid ones.
     let overrun = unsafe { si_overrun(info) };
-    1 + overrun.clamp(0, 10_000) as u64
+    Some(1 + overrun.clamp(0, 10_000) as u64)
+}
+
+/// perf's task-clock counts the time a thread is on a (virtual) CPU,
+/// including time the hypervisor stole from that CPU; the thread's CPU
+/// clock (`CLOCK_THREAD_CPUTIME_ID`, what `getrusage` and `time` report)
+/// does not. On a busy host task-clock fires up to twice as often per
+/// CPU-second. So the signal only triggers the sample; its weight is the
+/// number of whole periods of the thread's own CPU time since the last
+/// one (0: the signal is skipped), and the remainder carries over. Over a
+/// run the samples add up to the thread's CPU time / period exactly, and a
+/// lost signal is made up by the next one.
+fn cpu_time_weight(sampler: &Sampler, period: u64) -> Option<u64> {
+    let Some(slot) = sampler.thread_slot(gettid()) else {
+        return Some(1);
+    };
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return Some(1);
+    }
+    let now = (now.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(now.tv_nsec as u64);
+    let mark = match slot.cpu_mark.load(Ordering::Relaxed) {
+        // The first signal since arming stands for one period.
+        0 => now.saturating_sub(period),
+        mark if mark > now => now.saturating_sub(period),
+        mark => mark,
+    };
+    let periods = (now - mark) / period;
+    slot.cpu_mark
+        .store(mark + periods * period, Ordering::Relaxed);
+    if periods == 0 {
+        sampler.stats.skipped.fetch_add(1, Ordering::Relaxed);
+        None
+    } else {
+        Some(periods.min(10_000))
+    }
 }
 
 /// `si_overrun` of a timer siginfo (glibc layout: after si_tid).
@@ -422,7 +489,6 @@ unsafe fn si_overrun(info: &libc::siginfo_t) -> i32 {
 
 fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u64) {
     let stats = &sampler.stats;
-    stats.interrupts.fetch_add(1, Ordering::Relaxed);
     let filter = sampler.filter.load(Ordering::Acquire);
     if filter != 0 {
         // SAFETY: set from a `int (*)(void *)` by ProfilerStartWithOptions;

@@ -165,7 +165,7 @@ fn arm_slot(sampler: &Sampler, arming: Arming, tid: i32) {
     // A thread may exit between listing and arming: then arming fails
     // (ESRCH) and there is nothing to sample anyway.
     if let Ok(handle) = timers::arm_thread(arming.clock, tid, arming.period_ns, arming.signal) {
-        slot.timer.store(handle, Ordering::Release);
+        slot.armed(handle);
     }
 }
 
