@@ -455,21 +455,27 @@ fn cpu_time_weight(sampler: &Sampler, period: u64) -> Option<u64> {
     let now = (now.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(now.tv_nsec as u64);
-    let mark = match slot.cpu_mark.load(Ordering::Relaxed) {
-        // The first signal since arming stands for one period.
-        0 => now.saturating_sub(period),
-        mark if mark > now => now.saturating_sub(period),
-        mark => mark,
-    };
-    let periods = (now - mark) / period;
-    slot.cpu_mark
-        .store(mark + periods * period, Ordering::Relaxed);
+    let (mark, periods) = cpu_periods(slot.cpu_mark.load(Ordering::Relaxed), now, period);
+    slot.cpu_mark.store(mark, Ordering::Relaxed);
     if periods == 0 {
         sampler.stats.skipped.fetch_add(1, Ordering::Relaxed);
         None
     } else {
         Some(periods.min(10_000))
     }
+}
+
+/// Whole periods of CPU time between `mark` (0: none yet) and `now`, and
+/// the new mark (the remainder carries over). The first signal since
+/// arming stands for one period.
+pub(crate) fn cpu_periods(mark: u64, now: u64, period: u64) -> (u64, u64) {
+    let mark = if mark == 0 || mark > now {
+        now.saturating_sub(period)
+    } else {
+        mark
+    };
+    let periods = (now - mark) / period.max(1);
+    (mark + periods * period, periods)
 }
 
 /// `si_overrun` of a timer siginfo (glibc layout: after si_tid).
@@ -637,4 +643,58 @@ fn acquire_cache(sampler: &Sampler, tid: i32) -> Option<&CacheSlot> {
         }
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_periods;
+
+    /// Signals at every period of task-clock time while the thread's CPU
+    /// clock advances `cpu_per_tick(i)` ns between signals (less under steal, with
+    /// jitter): the samples add up to CPU time / period.
+    fn samples(cpu_per_tick: impl Fn(u64) -> u64, signals: u64, period: u64) -> u64 {
+        let (mut mark, mut now, mut total) = (0, 5_000_000, 0);
+        for i in 0..signals {
+            now += cpu_per_tick(i);
+            let (next, periods) = cpu_periods(mark, now, period);
+            mark = next;
+            total += periods;
+        }
+        total
+    }
+
+    #[test]
+    fn without_steal_every_signal_is_one_sample() {
+        assert_eq!(samples(|_| 1_000_000, 1000, 1_000_000), 1000);
+    }
+
+    #[test]
+    fn jitter_around_the_period_loses_nothing() {
+        // 0.9, 1.1, 0.9, 1.1 ... periods: 1000 signals, 1000 periods.
+        let n = samples(
+            |i| if i % 2 == 0 { 900_000 } else { 1_100_000 },
+            1000,
+            1_000_000,
+        );
+        assert!((999..=1000).contains(&n), "{n}");
+    }
+
+    #[test]
+    fn half_the_time_stolen_gives_half_the_samples() {
+        // task-clock fires every 1 ms of wall time on the vCPU, the thread
+        // ran 0.5 ms of it.
+        assert_eq!(samples(|_| 500_000, 1000, 1_000_000), 500);
+    }
+
+    #[test]
+    fn a_lost_signal_is_made_up_by_the_next() {
+        let (mark, periods) = cpu_periods(10_000_000, 13_200_000, 1_000_000);
+        assert_eq!((mark, periods), (13_000_000, 3));
+        // A clock that went backwards (new thread on a reused slot) starts
+        // afresh with one period.
+        assert_eq!(
+            cpu_periods(50_000_000, 3_000_000, 1_000_000),
+            (3_000_000, 1)
+        );
+    }
 }
