@@ -318,12 +318,15 @@ fn render(
             std::mem::forget(graph);
         }
         Output::Flame(flame_options) => {
-            let title: Vec<String> = cx
+            let mut title: Vec<String> = cx
                 .args
                 .inputs
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect();
+            if let Some(note) = flat_profile_note(cx) {
+                title.push(format!("({note})"));
+            }
             let input = flame::input_from_stacks(&title.join(" "), stacks, base);
             let mut out = output_file(cx.args.output_file.as_deref())?;
             flame::write_flame(&input, flame_options, &mut out)?;
@@ -332,7 +335,8 @@ fn render(
         Output::Graph(request) => {
             let graph = Graph::build(stacks, true);
             let program = program_name(cx.binaries, cx.profile);
-            let call_graph = CallGraph::build(&program, stacks, &graph, cx.options)?;
+            let mut call_graph = CallGraph::build(&program, stacks, &graph, cx.options)?;
+            call_graph.notes.extend(flat_profile_note(cx));
             if call_graph.node_limit > 0 || call_graph.edge_limit > 0 {
                 // As pprof says it.
                 eprintln!(
@@ -361,6 +365,21 @@ fn render(
         Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
     }
     Ok(())
+}
+
+/// For outputs drawn from call stacks: the note that the profile has none
+/// (DCPI, gmon.out histograms), also printed on stderr.
+fn flat_profile_note(cx: &RenderContext) -> Option<String> {
+    let index = cx
+        .options
+        .sample_index
+        .unwrap_or_else(|| cx.profile.default_sample_index());
+    if !cpuprof_report::has_no_call_stacks(cx.profile, index) {
+        return None;
+    }
+    let note = cpuprof_report::no_call_stacks_note(cx.profile, index);
+    eprintln!("cpuprof: note: {note}");
+    Some(note)
 }
 
 /// The program named in a call graph's legend: the first binary as given,

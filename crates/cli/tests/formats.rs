@@ -500,3 +500,70 @@ fn hand_written_dcpi_profile_per_procedure_totals() {
     let header_len = data.windows(8).position(|w| w == b"samples\n").unwrap();
     assert_eq!(&again[..header_len], &data[..header_len]);
 }
+
+/// A gmon.out histogram has no call stacks: `--dot` and `--flame` say so
+/// (stderr, legend, title) and point at the arcs; `--sample_index=calls`
+/// draws gprof's call arcs as edges without the note.
+#[test]
+fn flat_profiles_say_they_have_no_call_stacks() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let bin = dir.path().join("callgraph");
+    let st = Command::new("gcc")
+        .args(["-O1", "-pg", "-no-pie"])
+        .arg(cpuprof_testkit::workload("callgraph.c"))
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = Command::new(&bin)
+        .arg("300")
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let gmon = dir.path().join("gmon.out");
+    let run = |args: &[&str]| {
+        let out = cpuprof()
+            .arg("report")
+            .args(args)
+            .arg(&bin)
+            .arg(&gmon)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8(out.stdout).unwrap(),
+            String::from_utf8(out.stderr).unwrap(),
+        )
+    };
+    let note = "this profile has no call stacks (it counts samples per address)";
+    let (dot, stderr) = run(&["--dot"]);
+    assert!(
+        stderr.contains(&format!("cpuprof: note: {note}")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--sample_index=calls"), "{stderr}");
+    let legend = dot
+        .lines()
+        .find(|l| l.starts_with("Legend "))
+        .expect("a legend");
+    assert_eq!(legend.matches("\\l").count(), 6, "{legend}");
+    assert!(legend.contains(note), "{legend}");
+    assert!(!dot.contains(" -> "), "no edges in a flat profile:\n{dot}");
+    let (flame, _) = run(&["--flame"]);
+    assert!(flame.contains(note), "the flame graph's title says it");
+    let (arcs, stderr) = run(&["--dot", "--sample_index=calls"]);
+    assert!(!stderr.contains("note:"), "{stderr}");
+    assert!(arcs.contains(" -> "), "gprof's arcs are edges:\n{arcs}");
+    let legend = arcs.lines().find(|l| l.starts_with("Legend ")).unwrap();
+    assert_eq!(legend.matches("\\l").count(), 5, "{legend}");
+}

@@ -69,6 +69,9 @@ pub struct CallGraph {
     pub local_total: i64,
     /// Nodes with |cum| at most this were dropped.
     pub node_limit: i64,
+    /// Extra legend lines after the standard five (e.g. that the profile
+    /// has no call stacks).
+    pub notes: Vec<String>,
     /// Edges with weight at most this were dropped (unless needed to reach
     /// their callee).
     pub edge_limit: i64,
@@ -180,6 +183,7 @@ impl CallGraph {
             local_total,
             node_limit,
             edge_limit,
+            notes: Vec::new(),
             nodes,
             edges,
         })
@@ -187,7 +191,7 @@ impl CallGraph {
 
     /// The legend lines ("Meta Information").
     pub fn legend(&self) -> Vec<String> {
-        vec![
+        let mut lines = vec![
             self.program.clone(),
             format!("Total {}: {}", self.unit, self.grand_total),
             format!("Focusing on: {}", self.local_total),
@@ -196,7 +200,9 @@ impl CallGraph {
                 self.node_limit, self.unit
             ),
             format!("Dropped edges with <= {} {}", self.edge_limit, self.unit),
-        ]
+        ];
+        lines.extend(self.notes.iter().cloned());
+        lines
     }
 
     /// The graph's title: `program; N samples`.

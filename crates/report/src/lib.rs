@@ -31,3 +31,40 @@ pub mod text;
 pub use graph::{Edge, Graph, Node, NodeId};
 pub use options::{Granularity, Options};
 pub use stacks::{Frame, FrameId, Stacks};
+
+/// True when no sample that counts at `sample_index` has a call stack
+/// (every one is a single address): DCPI profiles and gmon.out histograms.
+/// False for a profile without such samples.
+pub fn has_no_call_stacks(profile: &cpuprof_profile::Profile, sample_index: usize) -> bool {
+    let mut counted = false;
+    for sample in &profile.samples {
+        if sample.values.get(sample_index).copied().unwrap_or(0) == 0 {
+            continue;
+        }
+        if sample.locations.len() > 1 {
+            return false;
+        }
+        counted = true;
+    }
+    counted
+}
+
+/// What graph and flame outputs say about a profile for which
+/// [`has_no_call_stacks`] holds; it points at the call counts when the
+/// profile has them (gmon.out's arcs).
+pub fn no_call_stacks_note(profile: &cpuprof_profile::Profile, sample_index: usize) -> String {
+    let mut note = String::from(
+        "this profile has no call stacks (it counts samples per address): no edges, cum = flat",
+    );
+    let arcs = profile.sample_index("calls").filter(|&calls| {
+        calls != sample_index
+            && profile
+                .samples
+                .iter()
+                .any(|s| s.locations.len() > 1 && s.values.get(calls).is_some_and(|&v| v != 0))
+    });
+    if arcs.is_some() {
+        note.push_str("; --sample_index=calls shows its call arcs (gprof's call graph)");
+    }
+    note
+}
