@@ -333,7 +333,7 @@ fn render(
             out.flush()?;
         }
         Output::Graph(request) => {
-            let graph = Graph::build(stacks, true);
+            let graph = Graph::build(stacks, false);
             let program = program_name(cx.binaries, cx.profile);
             let mut call_graph = CallGraph::build(&program, stacks, &graph, cx.options)?;
             call_graph.notes.extend(flat_profile_note(cx));

@@ -96,7 +96,8 @@ impl std::fmt::Display for NoNodes {
 impl std::error::Error for NoNodes {}
 
 impl CallGraph {
-    /// Trims `graph` (built with edges) by `options`: `nodecount` (default
+    /// Trims `graph` (its nodes; edges between the kept nodes are counted
+    /// here, see [`Graph::edges_among`]) by `options`: `nodecount` (default
     /// [`DEFAULT_NODECOUNT`]), `nodefraction`, `edgefraction`, `maxdegree`.
     pub fn build(
         program: &str,
@@ -148,16 +149,14 @@ impl CallGraph {
             })
             .collect();
 
-        // Graph::build sorts edges by |weight| descending (ties by caller,
+        // Edges between kept nodes, by |weight| descending (ties by caller,
         // callee): the order pprof considers them in.
+        let kept: Vec<FrameId> = order.iter().map(|&i| FrameId(i as u32)).collect();
         let mut indegree = vec![0usize; nodes.len()];
         let mut outdegree = vec![0usize; nodes.len()];
         let mut edges = Vec::new();
-        for edge in &graph.edges {
+        for edge in &Graph::edges_among(stacks, &kept) {
             let (caller, callee) = (index_of[edge.caller.index()], index_of[edge.callee.index()]);
-            if caller == usize::MAX || callee == usize::MAX {
-                continue;
-            }
             let keep = if indegree[callee] == 0 {
                 true
             } else if edge.weight.abs() <= edge_limit {

@@ -51,17 +51,7 @@ impl Graph {
     /// reports do not need them). Samples are processed in parallel chunks.
     pub fn build(stacks: &Stacks, with_edges: bool) -> Graph {
         let n = stacks.frames.len();
-        let parts = if stacks.len() < 20_000 {
-            1
-        } else {
-            rayon::current_num_threads() * 2
-        };
-        let size = stacks.len().div_ceil(parts).max(1);
-        let ranges: Vec<std::ops::Range<usize>> = (0..stacks.len())
-            .step_by(size)
-            .map(|a| a..(a + size).min(stacks.len()))
-            .collect();
-        let partials: Vec<Partial> = ranges
+        let partials: Vec<Partial> = sample_ranges(stacks)
             .into_par_iter()
             .map(|range| Partial::of(stacks, range, n, with_edges))
             .collect();
@@ -86,13 +76,7 @@ impl Graph {
                 inlined: stacks.frame(callee).inlined,
             })
             .collect();
-        edges.sort_by(|a, b| {
-            b.weight
-                .abs()
-                .cmp(&a.weight.abs())
-                .then(a.caller.cmp(&b.caller))
-                .then(a.callee.cmp(&b.callee))
-        });
+        sort_edges(&mut edges);
         Graph {
             nodes: total.nodes,
             edges,
@@ -103,6 +87,165 @@ impl Graph {
     #[inline]
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id.index()]
+    }
+
+    /// The edges between the frames in `kept` only, as [`Graph::build`]
+    /// would give them (recursion counted once, sorted the same way), but
+    /// without building the whole edge set: a call graph keeps at most a
+    /// few hundred nodes, while a big profile has millions of distinct
+    /// caller→callee pairs. Pairs are counted in a dense matrix of the kept
+    /// nodes when it is small, samples in parallel chunks.
+    pub fn edges_among(stacks: &Stacks, kept: &[FrameId]) -> Vec<Edge> {
+        let k = kept.len();
+        let mut slot = vec![u32::MAX; stacks.frames.len()];
+        for (i, f) in kept.iter().enumerate() {
+            slot[f.index()] = i as u32;
+        }
+        let partials: Vec<EdgeCounts> = sample_ranges(stacks)
+            .into_par_iter()
+            .map(|range| EdgeCounts::of(stacks, range, &slot, k))
+            .collect();
+        let mut partials = partials.into_iter();
+        let mut total = partials.next().unwrap_or_else(|| EdgeCounts::new(k));
+        for p in partials {
+            total.add(p);
+        }
+        let mut edges: Vec<Edge> = total
+            .pairs(k)
+            .map(|(caller, callee, weight)| {
+                let (caller, callee) = (kept[caller as usize], kept[callee as usize]);
+                Edge {
+                    caller,
+                    callee,
+                    weight,
+                    inlined: stacks.frame(callee).inlined,
+                }
+            })
+            .collect();
+        sort_edges(&mut edges);
+        edges
+    }
+}
+
+/// Sample index ranges for the parallel passes: one when the profile is
+/// small, else two per thread.
+fn sample_ranges(stacks: &Stacks) -> Vec<std::ops::Range<usize>> {
+    let parts = if stacks.len() < 20_000 {
+        1
+    } else {
+        rayon::current_num_threads() * 2
+    };
+    let size = stacks.len().div_ceil(parts).max(1);
+    (0..stacks.len())
+        .step_by(size)
+        .map(|a| a..(a + size).min(stacks.len()))
+        .collect()
+}
+
+/// By decreasing |weight|, then caller, then callee.
+fn sort_edges(edges: &mut [Edge]) {
+    edges.sort_unstable_by(|a, b| {
+        b.weight
+            .abs()
+            .cmp(&a.weight.abs())
+            .then(a.caller.cmp(&b.caller))
+            .then(a.callee.cmp(&b.callee))
+    });
+}
+
+/// Largest number of kept nodes counted in a dense matrix (512 KiB).
+const DENSE_LIMIT: usize = 256;
+
+/// Edge weights between kept nodes (by their index in the kept list).
+enum EdgeCounts {
+    Dense(Vec<i64>),
+    Sparse(FxHashMap<(u32, u32), i64>),
+}
+
+impl EdgeCounts {
+    fn new(k: usize) -> EdgeCounts {
+        if k <= DENSE_LIMIT {
+            EdgeCounts::Dense(vec![0; k * k])
+        } else {
+            EdgeCounts::Sparse(FxHashMap::default())
+        }
+    }
+
+    #[inline]
+    fn bump(&mut self, k: usize, (caller, callee): (u32, u32), value: i64) {
+        match self {
+            EdgeCounts::Dense(m) => m[caller as usize * k + callee as usize] += value,
+            EdgeCounts::Sparse(m) => *m.entry((caller, callee)).or_insert(0) += value,
+        }
+    }
+
+    fn of(stacks: &Stacks, range: std::ops::Range<usize>, slot: &[u32], k: usize) -> EdgeCounts {
+        let mut counts = EdgeCounts::new(k);
+        let mut frames = Vec::with_capacity(256);
+        let mut pairs: Vec<(u32, u32)> = Vec::new();
+        // seen[i] == sample number + 1 when kept node i already occurred.
+        let mut seen = vec![0u32; k];
+        for i in range {
+            let value = stacks.expand(i, &mut frames);
+            let stamp = i as u32 + 1;
+            pairs.clear();
+            let mut repeated = false;
+            let mut callee = frames.first().map_or(u32::MAX, |f| slot[f.index()]);
+            if callee != u32::MAX {
+                seen[callee as usize] = stamp;
+            }
+            for f in frames.iter().skip(1) {
+                let caller = slot[f.index()];
+                if caller != u32::MAX {
+                    if seen[caller as usize] == stamp {
+                        repeated = true;
+                    }
+                    seen[caller as usize] = stamp;
+                    if callee != u32::MAX {
+                        pairs.push((caller, callee));
+                    }
+                }
+                callee = caller;
+            }
+            if repeated {
+                pairs.sort_unstable();
+                pairs.dedup();
+            }
+            for &pair in &pairs {
+                counts.bump(k, pair, value);
+            }
+        }
+        counts
+    }
+
+    fn add(&mut self, other: EdgeCounts) {
+        match (self, other) {
+            (EdgeCounts::Dense(a), EdgeCounts::Dense(b)) => {
+                a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+            }
+            (EdgeCounts::Sparse(a), EdgeCounts::Sparse(b)) => {
+                for (key, v) in b {
+                    *a.entry(key).or_insert(0) += v;
+                }
+            }
+            _ => unreachable!("partials of one pass have the same shape"),
+        }
+    }
+
+    /// The counted pairs: (caller, callee, weight), weight ≠ 0.
+    fn pairs(self, k: usize) -> Box<dyn Iterator<Item = (u32, u32, i64)>> {
+        match self {
+            EdgeCounts::Dense(m) => {
+                Box::new(m.into_iter().enumerate().filter_map(move |(i, w)| {
+                    (w != 0).then(|| ((i / k) as u32, (i % k) as u32, w))
+                }))
+            }
+            EdgeCounts::Sparse(m) => Box::new(
+                m.into_iter()
+                    .filter(|&(_, w)| w != 0)
+                    .map(|((a, b), w)| (a, b, w)),
+            ),
+        }
     }
 }
 
