@@ -235,11 +235,12 @@ impl EdgeCounts {
     /// The counted pairs: (caller, callee, weight), weight ≠ 0.
     fn pairs(self, k: usize) -> Box<dyn Iterator<Item = (u32, u32, i64)>> {
         match self {
-            EdgeCounts::Dense(m) => {
-                Box::new(m.into_iter().enumerate().filter_map(move |(i, w)| {
-                    (w != 0).then(|| ((i / k) as u32, (i % k) as u32, w))
-                }))
-            }
+            EdgeCounts::Dense(m) => Box::new(
+                m.into_iter()
+                    .enumerate()
+                    .filter(|&(_, w)| w != 0)
+                    .map(move |(i, w)| ((i / k) as u32, (i % k) as u32, w)),
+            ),
             EdgeCounts::Sparse(m) => Box::new(
                 m.into_iter()
                     .filter(|&(_, w)| w != 0)
