@@ -35,7 +35,10 @@ fn profile(functions: usize, samples: &[(Vec<usize>, i64)]) -> Profile {
     b.finish()
 }
 
-fn case(max_functions: usize) -> impl Strategy<Value = (usize, Vec<(Vec<usize>, i64)>, Vec<bool>)> {
+/// Stacks (leaf first, function indexes) and their values.
+type Samples = Vec<(Vec<usize>, i64)>;
+
+fn case(max_functions: usize) -> impl Strategy<Value = (usize, Samples, Vec<bool>)> {
     (2..max_functions).prop_flat_map(|n| {
         (
             Just(n),
