@@ -148,14 +148,18 @@ fn real_profile(binary: &str, path: &str) {
         out.len()
     });
     let (input_time, input) = time(|| cpuprof_report::flame::input_from_stacks("t", &stacks, None));
-    let (tree_time, tree) = time(|| FrameTree::build(&input).unwrap());
     let html_options = FlameOptions::default();
     let svg_options = FlameOptions {
         format: FlameFormat::Svg,
         ..FlameOptions::default()
     };
+    // Each output prunes its tree as `write_flame` does.
+    let (tree_time, tree) =
+        time(|| FrameTree::build_pruned(&input, html_options.prune_fraction()).unwrap());
+    let (svg_tree_time, svg_tree) =
+        time(|| FrameTree::build_pruned(&input, svg_options.prune_fraction()).unwrap());
     let (html_time, html) = time(|| render(&tree, &input, &html_options));
-    let (svg_time, svg) = time(|| render(&tree, &input, &svg_options));
+    let (svg_time, svg) = time(|| render(&svg_tree, &input, &svg_options));
     println!(
         "{} samples, {} distinct stacks, {} locations",
         profile.samples.iter().map(|s| s.values[0]).sum::<i64>(),
@@ -172,21 +176,25 @@ fn real_profile(binary: &str, path: &str) {
     println!("--text output (graph + rows): {:.1} ms, {text_bytes} bytes; whole --text run {text_total:.1} ms", ms(text_time));
     let flame = ms(input_time) + ms(tree_time);
     println!(
-        "flame input {:.1} ms + tree {:.1} ms ({} frames) + html {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
+        "flame input {:.1} ms + tree {:.1} ms ({} frames kept, {} pruned) + html {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
         ms(input_time),
         ms(tree_time),
         tree.len(),
+        tree.pruned(),
         ms(html_time),
         html.len(),
         flame + ms(html_time),
         (flame + ms(html_time)) * 100.0 / text_total
     );
+    let svg_flame = ms(input_time) + ms(svg_tree_time);
     println!(
-        "flame input + tree + svg {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
+        "flame input + tree {:.1} ms ({} frames kept) + svg {:.1} ms ({} bytes) = {:.1} ms, {:.0}% of the --text run",
+        ms(svg_tree_time),
+        svg_tree.len(),
         ms(svg_time),
         svg.len(),
-        flame + ms(svg_time),
-        (flame + ms(svg_time)) * 100.0 / text_total
+        svg_flame + ms(svg_time),
+        (svg_flame + ms(svg_time)) * 100.0 / text_total
     );
 }
 

@@ -227,7 +227,28 @@ pub struct FlameOptions {
     pub min_frame_px: Option<f64>,
 }
 
+/// The page leaves out frames under this fraction of the total (0.001%):
+/// at full view they are 0.02 px wide, and it takes a zoom of more than
+/// 25x to draw one. Profiles of fewer than 100,000 samples lose nothing;
+/// a big profile of distinct stacks shrinks from millions of frames (a
+/// page of a hundred megabytes no browser opens quickly) to what can be
+/// seen.
+pub const HTML_MIN_FRACTION: f64 = 1e-5;
+
 impl FlameOptions {
+    /// Frames under this fraction of the total are left out of the output:
+    /// for the SVG those narrower than [`FlameOptions::min_frame_px`]
+    /// (they would not be drawn), for the page [`HTML_MIN_FRACTION`].
+    pub fn prune_fraction(&self) -> f64 {
+        match self.format {
+            FlameFormat::Svg => {
+                let usable = self.width_px.max(100) as f64 - 2.0 * layout::X_PAD;
+                self.min_frame_px() / usable
+            }
+            FlameFormat::Html => HTML_MIN_FRACTION.min(self.min_frame_px() / 1e4),
+        }
+    }
+
     /// The width under which frames are not drawn.
     pub fn min_frame_px(&self) -> f64 {
         self.min_frame_px.unwrap_or(match self.format {
@@ -292,7 +313,7 @@ pub fn write_flame(
     options: &FlameOptions,
     out: &mut dyn io::Write,
 ) -> Result<(), FlameError> {
-    let tree = FrameTree::build(input)?;
+    let tree = FrameTree::build_pruned(input, options.prune_fraction())?;
     let text = render(&tree, input, options);
     out.write_all(text.as_bytes())?;
     Ok(())

@@ -81,3 +81,36 @@ proptest! {
         prop_assert_eq!(a.names(), b.names());
     }
 }
+
+proptest! {
+    /// Pruning while building keeps exactly the frames of the full tree
+    /// that are at least the fraction of the root (a frame is never wider
+    /// than its parent, so they form a tree), with the same values, and
+    /// counts the rest.
+    #[test]
+    fn pruned_tree_is_the_full_tree_without_the_narrow_frames(
+        stacks in stacks(),
+        fraction in prop::sample::select(vec![0.0, 0.001, 0.05, 0.2, 0.5]),
+    ) {
+        let input = input_of(&stacks);
+        let full = FrameTree::build(&input).unwrap();
+        let pruned = FrameTree::build_pruned(&input, fraction).unwrap();
+        let min = fraction * full.root_value() as f64;
+        let describe = |tree: &FrameTree, i: usize| {
+            let n = &tree.nodes()[i];
+            (n.depth, tree.name_of(i).to_string(), n.value, n.base)
+        };
+        let expected: Vec<_> = (0..full.len())
+            .filter(|&i| i == 0 || full.nodes()[i].value as f64 >= min)
+            .map(|i| describe(&full, i))
+            .collect();
+        let got: Vec<_> = (0..pruned.len()).map(|i| describe(&pruned, i)).collect();
+        prop_assert_eq!(&got, &expected);
+        prop_assert_eq!(pruned.pruned(), full.len() - expected.len());
+        // Children still lie inside their parent.
+        for i in 0..pruned.len() {
+            let children: i64 = pruned.children(i).map(|c| pruned.nodes()[c].value).sum();
+            prop_assert!(children <= pruned.nodes()[i].value);
+        }
+    }
+}

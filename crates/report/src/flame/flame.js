@@ -131,6 +131,7 @@
     var parts = [];
     if (zoomed > 0) parts.push('Zoomed into ' + describe(zoomed) + '; click the root or press Esc to reset.');
     if (value[0] === 0) parts.push('No samples.');
+    if (data.pruned > 0) parts.push(data.pruned + (data.pruned === 1 ? ' frame' : ' frames') + ' under ' + data.prunedBelowPercent + '% of the total left out of this page.');
     if (hidden > 0) parts.push(hidden + (hidden === 1 ? ' frame' : ' frames') + ' narrower than ' + L.minFramePx + ' px not drawn: zoom in to see them.');
     status.textContent = parts.join(' ');
   }

@@ -68,6 +68,12 @@ fn write_data(out: &mut String, page: &Page) {
     let _ = write!(out, ",\"total\":{}", page.input.total);
     let _ = write!(
         out,
+        ",\"pruned\":{},\"prunedBelowPercent\":{}",
+        tree.pruned(),
+        page.options.prune_fraction() * 100.0
+    );
+    let _ = write!(
+        out,
         ",\"layout\":{{\"xPad\":{X_PAD},\"frameHeight\":{FRAME_HEIGHT},\"fontSize\":{FONT_SIZE},\
          \"charWidth\":{CHAR_WIDTH},\"top\":{HTML_TOP},\"bottom\":{BOTTOM},\"minFramePx\":{},\
          \"icicle\":{},\"fontFamily\":",

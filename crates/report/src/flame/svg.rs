@@ -83,12 +83,13 @@ pub(super) fn render(page: &Page) -> String {
         xml(&page.input.title)
     );
     let mut subtitle = page.totals_line();
-    if shown.omitted > 0 {
+    let omitted = shown.omitted + page.tree.pruned();
+    if omitted > 0 {
         let _ = write!(
             subtitle,
             "; {} frame{} narrower than {} px not drawn",
-            shown.omitted,
-            if shown.omitted == 1 { "" } else { "s" },
+            omitted,
+            if omitted == 1 { "" } else { "s" },
             page.options.min_frame_px()
         );
     }

@@ -1,8 +1,6 @@
 //! The merged frame tree: every stack's frames, root first, merged by name
 //! path, children sorted by name, laid out in preorder.
 
-use rustc_hash::FxHashMap;
-
 use super::{FlameError, FlameInput, ROOT_NAME};
 
 /// A frame of the merged tree.
@@ -33,12 +31,25 @@ pub struct FrameTree {
     names: Vec<String>,
     nodes: Vec<FrameNode>,
     diff: bool,
+    /// Frames left out by [`FrameTree::build_pruned`].
+    pruned: usize,
 }
 
 impl FrameTree {
     /// Merges the stacks of `input`. Takes time linear in the total number
     /// of frames, plus sorting the distinct names and the distinct stacks.
     pub fn build(input: &FlameInput) -> Result<FrameTree, FlameError> {
+        FrameTree::build_pruned(input, 0.0)
+    }
+
+    /// Like [`FrameTree::build`], leaving out every frame whose value is
+    /// below `min_fraction` of the root's, with its descendants (narrower
+    /// still); [`FrameTree::pruned`] says how many. The space they took
+    /// stays in their parent, after its kept children. A frame is dropped
+    /// as soon as its last stack has been merged, so the tree never holds
+    /// much more than what is kept: on a big profile of distinct stacks,
+    /// that is the difference between millions of frames and thousands.
+    pub fn build_pruned(input: &FlameInput, min_fraction: f64) -> Result<FrameTree, FlameError> {
         // Rank the names: the tree stores ranks, so sorting children by name
         // is an integer sort, and equal names (whatever their ids) merge.
         let mut order: Vec<u32> = (0..input.names.len() as u32).collect();
@@ -66,8 +77,15 @@ impl FrameTree {
         });
 
         let diff = input.is_diff();
-        // Equal stacks first summed, so each distinct stack is walked once.
-        let mut distinct: FxHashMap<&[u32], (i64, i64)> = FxHashMap::default();
+        // The stacks as name ranks, sorted: in lexicographic order of their
+        // paths, a stack shares with the previous one exactly the prefix
+        // the tree shares (all of it when they are equal, which sums them),
+        // and new frames appear in preorder with children in name order. So
+        // the tree is built in one pass with no lookups, and is already
+        // laid out.
+        let mut ranks: Vec<u32> =
+            Vec::with_capacity(input.stacks.iter().map(|s| s.frames.len()).sum());
+        let mut sorted: Vec<(u32, u32, i64, i64)> = Vec::with_capacity(input.stacks.len());
         for (index, stack) in input.stacks.iter().enumerate() {
             let base = stack.base.unwrap_or(0);
             for v in [stack.value, base] {
@@ -81,29 +99,19 @@ impl FrameTree {
             if stack.value == 0 && base == 0 {
                 continue;
             }
-            let sums = distinct.entry(&stack.frames).or_insert((0, 0));
-            sums.0 = sums
-                .0
-                .checked_add(stack.value)
-                .ok_or(FlameError::Overflow)?;
-            sums.1 = sums.1.checked_add(base).ok_or(FlameError::Overflow)?;
-        }
-        // The distinct stacks as name ranks, sorted: in lexicographic order
-        // of their paths, a stack shares with the previous one exactly the
-        // prefix the tree shares, and new frames appear in preorder with
-        // children in name order. So the tree is built in one pass with no
-        // lookups, and is already laid out.
-        let mut ranks: Vec<u32> = Vec::with_capacity(distinct.keys().map(|f| f.len()).sum());
-        let mut sorted: Vec<(u32, u32, i64, i64)> = Vec::with_capacity(distinct.len());
-        for (frames, (value, base)) in distinct {
-            let at = ranks.len() as u32;
-            ranks.extend(frames.iter().map(|&id| rank_of_id[id as usize]));
-            sorted.push((at, frames.len() as u32, value, base));
+            let at = u32::try_from(ranks.len()).map_err(|_| FlameError::Overflow)?;
+            ranks.extend(stack.frames.iter().map(|&id| rank_of_id[id as usize]));
+            sorted.push((at, stack.frames.len() as u32, stack.value, base));
         }
         let path_of =
             |&(at, len, _, _): &(u32, u32, i64, i64)| &ranks[at as usize..(at + len) as usize];
         sorted.sort_unstable_by(|a, b| path_of(a).cmp(path_of(b)));
 
+        let root_value = sorted
+            .iter()
+            .try_fold(0i64, |sum, s| sum.checked_add(s.2))
+            .ok_or(FlameError::Overflow)?;
+        let min_value = min_fraction * root_value as f64;
         let mut nodes: Vec<FrameNode> = vec![FrameNode {
             name: root_rank,
             value: 0,
@@ -112,8 +120,31 @@ impl FrameTree {
             start: 0,
             end: 0,
         }];
-        // The current path: node indexes, root first.
+        let mut pruned = 0usize;
+        // The current path: node indexes, root first. Closing a frame adds
+        // its sums to its parent; its subtree is then the tail of `nodes`
+        // (preorder), which pruning cuts off.
         let mut path: Vec<u32> = vec![0];
+        let mut close = |nodes: &mut Vec<FrameNode>,
+                         path: &mut Vec<u32>,
+                         keep: usize|
+         -> Result<(), FlameError> {
+            while path.len() > keep {
+                let index = path.pop().unwrap_or(0) as usize;
+                let (value, base) = (nodes[index].value, nodes[index].base);
+                let parent = &mut nodes[*path.last().unwrap_or(&0) as usize];
+                parent.value = parent
+                    .value
+                    .checked_add(value)
+                    .ok_or(FlameError::Overflow)?;
+                parent.base = parent.base.checked_add(base).ok_or(FlameError::Overflow)?;
+                if (value as f64) < min_value {
+                    pruned += nodes.len() - index;
+                    nodes.truncate(index);
+                }
+            }
+            Ok(())
+        };
         let mut previous: &[u32] = &[];
         for stack in &sorted {
             let frames = path_of(stack);
@@ -122,7 +153,7 @@ impl FrameTree {
                 .zip(previous)
                 .take_while(|(a, b)| a == b)
                 .count();
-            path.truncate(shared + 1);
+            close(&mut nodes, &mut path, shared + 1)?;
             for &name in &frames[shared..] {
                 let index = u32::try_from(nodes.len())
                     .ok()
@@ -138,8 +169,7 @@ impl FrameTree {
                 });
                 path.push(index);
             }
-            // The stack's own frame only; parents get their children's
-            // sums below.
+            // The stack's own frame; its ancestors get it when it closes.
             let last = &mut nodes[*path.last().unwrap_or(&0) as usize];
             last.value = last
                 .value
@@ -148,7 +178,9 @@ impl FrameTree {
             last.base = last.base.checked_add(stack.3).ok_or(FlameError::Overflow)?;
             previous = frames;
         }
-        // Parents before children in preorder: sum from the end.
+        close(&mut nodes, &mut path, 1)?;
+        drop(close);
+        // Each node's parent: the last open node one level up.
         let mut parent_of: Vec<u32> = vec![u32::MAX; nodes.len()];
         let mut open: Vec<u32> = Vec::new();
         for i in 0..nodes.len() {
@@ -157,15 +189,6 @@ impl FrameTree {
                 parent_of[i] = parent;
             }
             open.push(i as u32);
-        }
-        for i in (1..nodes.len()).rev() {
-            let (value, base) = (nodes[i].value, nodes[i].base);
-            let parent = &mut nodes[parent_of[i] as usize];
-            parent.value = parent
-                .value
-                .checked_add(value)
-                .ok_or(FlameError::Overflow)?;
-            parent.base = parent.base.checked_add(base).ok_or(FlameError::Overflow)?;
         }
         // Starts (each child after its earlier siblings, from its parent's
         // start) and subtree ends, with the nodes in preorder.
@@ -183,7 +206,17 @@ impl FrameTree {
         for (i, node) in nodes.iter_mut().enumerate() {
             node.end = i as u32 + size[i];
         }
-        Ok(FrameTree { names, nodes, diff })
+        Ok(FrameTree {
+            names,
+            nodes,
+            diff,
+            pruned,
+        })
+    }
+
+    /// How many frames [`FrameTree::build_pruned`] left out.
+    pub fn pruned(&self) -> usize {
+        self.pruned
     }
 
     /// The frames in preorder; node 0 is the root.
