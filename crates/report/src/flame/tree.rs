@@ -179,7 +179,6 @@ impl FrameTree {
             previous = frames;
         }
         close(&mut nodes, &mut path, 1)?;
-        drop(close);
         // Each node's parent: the last open node one level up.
         let mut parent_of: Vec<u32> = vec![u32::MAX; nodes.len()];
         let mut open: Vec<u32> = Vec::new();
