@@ -12,7 +12,7 @@ use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::source::SourceFiles;
-use cpuprof_report::{listing, text, Granularity, Graph, Options, Stacks};
+use cpuprof_report::{disasm, listing, text, Granularity, Graph, Options, Stacks};
 
 use crate::graph_output::{self, GraphFormat, GraphRequest, LayoutEngine, Viewer};
 use crate::inputs::{Inputs, Loader};
@@ -409,8 +409,22 @@ fn render(
         }
         Output::Disasm(re) => {
             let re = listing_regex("disasm", re)?;
-            let _ = re;
-            bail!("--disasm: not yet");
+            let symbolizer =
+                cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
+            let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+            let disassemblies = disasm::disassemble(stacks, &re, cx.options.full_names, &binaries)
+                .map_err(|e| anyhow::anyhow!("--disasm={re}: {e}"))?;
+            let mut sources =
+                SourceFiles::new(cx.args.source_path.as_deref(), cx.args.trim_path.as_deref());
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            disasm::write(
+                &mut out,
+                &disassemblies,
+                &text::unit_word(stacks),
+                stacks.total,
+                &mut sources,
+            )?;
+            out.flush()?;
         }
         Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
     }

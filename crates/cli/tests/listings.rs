@@ -35,7 +35,6 @@ struct Routine {
     /// Line number (--list) or address (--disasm) → (flat, cum).
     rows: BTreeMap<u64, (i64, i64)>,
     /// --disasm: source line rows, (flat, cum) per `file:line` group.
-    #[allow(dead_code)]
     line_rows: Vec<(i64, i64)>,
     text: String,
 }
@@ -86,7 +85,6 @@ fn parse_list(text: &str) -> Vec<Routine> {
 
 /// Parses our `--disasm` output: instruction rows are `flat cum addr:`
 /// with a hex address after 8 spaces; source rows `flat cum line:`.
-#[allow(dead_code)] // used by the --disasm tests
 fn parse_disasm(text: &str) -> Vec<Routine> {
     let mut out: Vec<Routine> = Vec::new();
     for line in text.lines() {
@@ -420,7 +418,7 @@ fn listing_errors_are_one_line() {
     let Some(case) = spin_case(&[], "0.2") else {
         return;
     };
-    for flag in ["--list"] {
+    for flag in ["--list", "--disasm"] {
         for (re, says) in [
             ("(", "invalid regular expression"),
             ("^nothing$", "no function"),
@@ -437,4 +435,179 @@ fn listing_errors_are_one_line() {
             assert!(stderr.contains(says), "{flag}={re}: {stderr}");
         }
     }
+}
+
+/// `--disasm` of the three burn functions: per-instruction flat sums to
+/// the header's flat, per-line rows sum to the same, and without inlining
+/// the header is the function's flat and cum in `--text`. With inlining
+/// (cpu_now inlined), the cum is still the function's.
+fn check_disasm_against_text(case: &Case, inlined: bool) {
+    let text = report(&["--disasm=^burn_"], &[&case.binary, &case.profile]);
+    let routines = parse_disasm(&text);
+    assert_eq!(routines.len(), 3, "{text}");
+    for name in ["burn_a", "burn_b", "burn_c"] {
+        let r = routines
+            .iter()
+            .find(|r| r.header == format!("ROUTINE ====================== {name}"))
+            .unwrap_or_else(|| panic!("no {name} in\n{text}"));
+        let (flat, cum) = text_row(case, &[], name);
+        assert!(cum > 0, "{name} has no samples");
+        let flat_sum: i64 = r.rows.values().map(|v| v.0).sum();
+        assert_eq!(flat_sum, r.flat, "{name}: per-instruction flat\n{}", r.text);
+        let line_sum: i64 = r.line_rows.iter().map(|v| v.0).sum();
+        assert_eq!(line_sum, r.flat, "{name}: per-line flat\n{}", r.text);
+        assert_eq!(r.cum, cum, "{name}: cum\n{}", r.text);
+        if inlined {
+            assert!(r.flat >= flat, "{name}: flat\n{}", r.text);
+        } else {
+            assert_eq!(r.flat, flat, "{name}: flat\n{}", r.text);
+        }
+        let max = r.rows.values().map(|v| v.1).max().unwrap();
+        assert!(
+            max <= cum && max > 0,
+            "{name}: instruction cum {max} vs {cum}"
+        );
+        // Instructions in AT&T syntax, source lines interleaved.
+        assert!(r.text.contains("ret"), "{}", r.text);
+        assert!(
+            r.text.contains("for (int i = 0; i < 100000; i++)"),
+            "{}",
+            r.text
+        );
+    }
+}
+
+#[test]
+fn disasm_numbers_agree_with_text() {
+    for (flags, inlined) in [
+        (&["-fno-inline"][..], false),
+        (&["-fno-inline", "-no-pie"][..], false),
+        (&[][..], true),
+    ] {
+        let Some(case) = spin_case(flags, "0.5") else {
+            return;
+        };
+        check_disasm_against_text(&case, inlined);
+    }
+}
+
+/// The call instruction in recurse has recurse's callees as cum (return
+/// addresses minus one land in it), and addresses match objdump's.
+#[test]
+fn disasm_call_sites_and_addresses_match_objdump() {
+    let Some(case) = spin_case(&["-no-pie"], "0.5") else {
+        return;
+    };
+    let text = report(&["--disasm=^recurse$"], &[&case.binary, &case.profile]);
+    let r = &parse_disasm(&text)[0];
+    let objdump = run_stdout(
+        Command::new("objdump")
+            .args(["-d", "--no-show-raw-insn"])
+            .arg(&case.binary),
+    );
+    let body: Vec<&str> = objdump
+        .split("<recurse>:")
+        .nth(1)
+        .unwrap()
+        .split("\n\n")
+        .next()
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(':'))
+        .collect();
+    let calls: Vec<u64> = body
+        .iter()
+        .filter(|l| l.contains("call"))
+        .map(|l| u64::from_str_radix(l.trim().split(':').next().unwrap(), 16).unwrap())
+        .collect();
+    let addresses: Vec<u64> = body
+        .iter()
+        .map(|l| u64::from_str_radix(l.trim().split(':').next().unwrap(), 16).unwrap())
+        .collect();
+    // objdump goes on through the alignment padding after the symbol.
+    let ours: Vec<u64> = r.rows.keys().copied().collect();
+    assert!(addresses.starts_with(&ours), "{text}\n{addresses:x?}");
+    assert!(ours.len() + 3 >= addresses.len(), "{text}\n{addresses:x?}");
+    let call_cum: i64 = calls.iter().map(|a| r.rows[a].1).max().unwrap();
+    assert_eq!(call_cum, r.cum, "{text}");
+}
+
+#[test]
+fn disasm_without_the_binary_is_an_error() {
+    let Some(case) = spin_case(&[], "0.2") else {
+        return;
+    };
+    let moved = case.dir.path().join("elsewhere");
+    std::fs::rename(&case.binary, &moved).unwrap();
+    let out = cpuprof()
+        .args(["report", "--disasm=burn"])
+        .arg(&case.profile)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let last = stderr.lines().last().unwrap();
+    assert!(last.contains("no binary is available"), "{stderr}");
+    // Named on the command line, it is found again.
+    let text = report(&["--disasm=^burn_b$"], &[&moved, &case.profile]);
+    assert!(
+        text.starts_with("ROUTINE ====================== burn_b\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn disasm_options_sum_base_focus_output() {
+    let Some(case) = spin_case(&[], "0.5") else {
+        return;
+    };
+    let inputs = [case.binary.as_path(), case.profile.as_path()];
+    let one = parse_disasm(&report(&["--disasm=^burn_b$"], &inputs));
+    let two = parse_disasm(&report(
+        &["--disasm=^burn_b$"],
+        &[&case.binary, &case.profile, &case.profile],
+    ));
+    assert_eq!((two[0].flat, two[0].cum), (2 * one[0].flat, 2 * one[0].cum));
+    let base = format!("--base={}", case.profile.display());
+    let diff = parse_disasm(&report(
+        &["--disasm=^burn_b$", &base],
+        &[&case.binary, &case.profile, &case.profile, &case.profile],
+    ));
+    assert_eq!(diff[0].rows, two[0].rows);
+    let focused = parse_disasm(&report(&["--disasm=^main$", "--focus=burn_b"], &inputs));
+    assert_eq!(focused[0].cum, one[0].cum);
+    let file = case.dir.path().join("disasm.txt");
+    let stdout = report(
+        &["--disasm=^burn_b$", "-o", file.to_str().unwrap()],
+        &inputs,
+    );
+    assert!(stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        report(&["--disasm=^burn_b$"], &inputs)
+    );
+}
+
+/// A dlopened shared library: its code is read through its mapping.
+#[test]
+fn disasm_and_list_in_a_shared_library() {
+    let Some(lib) = libprofiler() else {
+        return;
+    };
+    let dir = TempDir::new().unwrap();
+    let (binary, libhot) = build_spin(dir.path(), "spin", &[]);
+    let profile = dir.path().join("spin.prof");
+    let libhot = libhot.to_str().unwrap();
+    profile_with_libprofiler(&lib, &binary, &["-s", "1", "-l", libhot], &profile, 1000);
+    let inputs = [binary.as_path(), profile.as_path()];
+    let text = TextReport::parse(&report(&["--text"], &inputs));
+    let row = text.row("lib_inner").expect("lib_inner row");
+    let disasm = parse_disasm(&report(&["--disasm=^lib_inner$"], &inputs));
+    assert_eq!(disasm[0].cum, row.cum);
+    let sum: i64 = disasm[0].rows.values().map(|v| v.0).sum();
+    assert_eq!(sum, disasm[0].flat);
+    assert!(disasm[0].flat >= row.flat && row.flat > 0);
+    let list = parse_list(&report(&["--list=^lib_inner$"], &inputs));
+    assert!(list[0].header.ends_with("libhot.c"), "{}", list[0].header);
+    assert_eq!((list[0].flat, list[0].cum), (row.flat, row.cum));
 }

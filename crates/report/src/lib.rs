@@ -14,12 +14,13 @@
 //! Graphviz, and [`svg`] draws the call graph with it as standalone SVG.
 //!
 //! The annotated listings: [`listing`] (`--list`, source lines) and
-//! `--disasm` (instructions, next), with source files found by
+//! [`disasm`] (`--disasm`, instructions), with source files found by
 //! [`source::SourceFiles`].
 #![deny(missing_docs)]
 
 pub mod callgraph;
 pub mod dcpiprof;
+pub mod disasm;
 pub mod dot;
 pub mod executable;
 pub mod flame;
