@@ -397,9 +397,15 @@ fn render(
         }
         Output::List(re) => {
             let re = listing_regex("list", re)?;
-            let listings = listing::listings(stacks, &re, cx.options.full_names);
+            let mut listings = listing::listings(stacks, &re, cx.options.full_names);
             if listings.is_empty() {
                 bail!("--list={re}: no function with samples matches");
+            }
+            if !cx.args.no_symbolize {
+                let symbolizer =
+                    cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
+                let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+                listing::extend_from_binaries(&mut listings, stacks, &binaries);
             }
             let mut sources =
                 SourceFiles::new(cx.args.source_path.as_deref(), cx.args.trim_path.as_deref());

@@ -240,6 +240,8 @@ fn list_agrees_with_google_pprof_per_line() {
         "ours\n{ours}\ntheirs\n{theirs}"
     );
     assert_eq!(nonzero(o), nonzero(t), "ours\n{ours}\ntheirs\n{theirs}");
+    // The layout too: the same lines, context and markers, byte for byte.
+    assert_eq!(ours, theirs);
     assert!(o.flat > 0);
 }
 

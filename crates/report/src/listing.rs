@@ -160,6 +160,63 @@ pub fn listings(stacks: &Stacks, re: &Regex, full_names: bool) -> Vec<Listing> {
     out
 }
 
+/// Extends each listing to the last line its function has in the line
+/// table of its binary (`binaries` per mapping, as
+/// [`crate::disasm::binaries_for`] gives them), so that a function's
+/// closing lines are shown even without samples. Only functions with a
+/// sampled real (not inlined) frame are extended: the symbol holding
+/// that frame's address is read, and a line counts when the inline chain
+/// at its address has the function at that line.
+pub fn extend_from_binaries(
+    listings: &mut [Listing],
+    stacks: &Stacks,
+    binaries: &[Option<std::sync::Arc<cpuprof_symbolize::Binary>>],
+) {
+    let profile = stacks.profile();
+    let mut done = vec![false; listings.len()];
+    for frame in &stacks.frames {
+        if frame.inlined || frame.function.is_empty() {
+            continue;
+        }
+        let Some(i) = listings
+            .iter()
+            .position(|l| l.function == frame.function && l.file == frame.file)
+        else {
+            continue;
+        };
+        if done[i] {
+            continue;
+        }
+        let Some(mapping) = frame.mapping else {
+            continue;
+        };
+        let Some(binary) = binaries.get(mapping.index()).and_then(Option::as_ref) else {
+            continue;
+        };
+        let Some(file_address) = binary.runtime_to_file(profile.mapping(mapping), frame.address)
+        else {
+            continue;
+        };
+        let Some(symbol) = binary.symbol_at(file_address) else {
+            continue;
+        };
+        done[i] = true;
+        let listing = &mut listings[i];
+        let mut rows = binary.line_table(symbol.address..symbol.address + symbol.size.max(1));
+        rows.retain(|r| r.1 == listing.file && i64::from(r.2) > listing.range().1);
+        rows.sort_by_key(|r| std::cmp::Reverse(r.2));
+        for (address, _, line) in rows {
+            let own = binary.frames(address).iter().any(|f| {
+                f.line == line && f.file == listing.file && f.function == listing.function
+            });
+            if own {
+                listing.extend_to(i64::from(line));
+                break;
+            }
+        }
+    }
+}
+
 /// A count as perl pprof prints it in listings: `.` for zero.
 fn count(value: i64) -> String {
     if value == 0 {
@@ -171,7 +228,7 @@ fn count(value: i64) -> String {
 
 /// Writes `listings` with their source text (found through `sources`);
 /// `unit` is the word after `Total` (`samples`). A source file that cannot
-/// be found gives the line numbers and a note instead of the text.
+/// be found gives a note and the numbered lines that have samples.
 pub fn write(
     out: &mut dyn Write,
     listings: &[Listing],
@@ -199,12 +256,13 @@ pub fn write(
         let text = sources.lines(&listing.file);
         let row = |out: &mut dyn Write, line: i64, text: &str| -> io::Result<()> {
             let (flat, cum) = listing.lines.get(&line).copied().unwrap_or_default();
-            let text = if text.is_empty() {
-                String::new()
-            } else {
-                format!(" {text}")
-            };
-            writeln!(out, "{:>6} {:>6} {line:>4}:{text}", count(flat), count(cum))
+            // perl's "%6s %6s %4d: %s", trailing space included.
+            writeln!(
+                out,
+                "{:>6} {:>6} {line:>4}: {text}",
+                count(flat),
+                count(cum)
+            )
         };
         match text {
             Some(text) if first > 0 => {
@@ -232,10 +290,10 @@ pub fn write(
                         listing.file
                     )?;
                 }
-                if first > 0 {
-                    for line in first..=last {
-                        row(out, line, "")?;
-                    }
+                // Only the lines with samples: without the text, the
+                // others say nothing.
+                for (&line, _) in listing.lines.range(1..) {
+                    row(out, line, "")?;
                 }
             }
         }
