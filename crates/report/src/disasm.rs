@@ -194,7 +194,18 @@ pub fn disassemble(
             let routine = *routine_at
                 .entry((m.index(), symbol.address))
                 .or_insert_with(|| {
-                    let full = symbol.demangled();
+                    // The debug information's name, as the other reports
+                    // print it; else the symbol's, without its version.
+                    let full = binary
+                        .frames(symbol.address)
+                        .pop()
+                        .map(|f| f.function)
+                        .filter(|n| !n.is_empty() && n != "??")
+                        .unwrap_or_else(|| {
+                            let name = symbol.demangled();
+                            name.split('@').next().unwrap_or(name).to_string()
+                        });
+                    let full = full.as_str();
                     let short = names::short_name(full);
                     if !(re.is_match(&short) || re.is_match(full) || re.is_match(symbol.name())) {
                         return None;
