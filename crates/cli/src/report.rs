@@ -11,7 +11,8 @@ use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
-use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
+use cpuprof_report::source::SourceFiles;
+use cpuprof_report::{disasm, listing, text, Granularity, Graph, Options, Stacks};
 
 use crate::graph_output::{self, GraphFormat, GraphRequest, LayoutEngine, Viewer};
 use crate::inputs::{Inputs, Loader};
@@ -89,6 +90,20 @@ pub struct Args {
     /// Call graphs: who lays out --svg and --web (default: dot when installed, else builtin).
     #[arg(long, value_enum, value_name = "ENGINE")]
     pub layout: Option<LayoutEngine>,
+    /// --list, --disasm: directories to search for source files (`:`-separated).
+    #[arg(
+        long = "source_path",
+        alias = "source-path",
+        value_name = "DIR[:DIR...]"
+    )]
+    pub source_path: Option<String>,
+    /// --list, --disasm: prefixes to remove from source paths before searching.
+    #[arg(
+        long = "trim_path",
+        alias = "trim-path",
+        value_name = "PREFIX[:PREFIX...]"
+    )]
+    pub trim_path: Option<String>,
     /// Write the report to FILE instead of standard output.
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output_file: Option<PathBuf>,
@@ -153,6 +168,14 @@ pub struct OutputArgs {
     /// profile.proto, for Go pprof and other tools (use -o FILE).
     #[arg(long)]
     pub proto: bool,
+    /// Annotated source of the functions matching RE: flat and cum per
+    /// line (see --source_path, --trim_path).
+    #[arg(long, value_name = "RE")]
+    pub list: Option<String>,
+    /// Annotated x86-64 disassembly of the functions matching RE: flat and
+    /// cum per instruction, source lines interleaved (needs the binaries).
+    #[arg(long, value_name = "RE")]
+    pub disasm: Option<String>,
 }
 
 /// The one output of a run; each output is one variant, dispatched in
@@ -164,6 +187,8 @@ enum Output {
     Gprof,
     Dcpiprof,
     Proto,
+    List(String),
+    Disasm(String),
 }
 
 impl OutputArgs {
@@ -180,6 +205,12 @@ impl OutputArgs {
         }
         if self.proto {
             return Output::Proto;
+        }
+        if let Some(re) = &self.list {
+            return Output::List(re.clone());
+        }
+        if let Some(re) = &self.disasm {
+            return Output::Disasm(re.clone());
         }
         let flame = |format, orientation| {
             Output::Flame(FlameOptions {
@@ -277,7 +308,13 @@ pub fn run(args: Args) -> Result<i32> {
         _ => (loader.load_sum(&profiles, args.base.as_deref())?, None),
     };
 
-    let options = report_options(&args, &profile)?;
+    let mut options = report_options(&args, &profile)?;
+    match output {
+        // Listings need each frame's line or address.
+        Output::List(_) => options.granularity = Granularity::Lines,
+        Output::Disasm(_) => options.granularity = Granularity::Addresses,
+        _ => {}
+    }
     let stacks = Stacks::build(&profile, &options);
     let base_stacks = base.as_ref().map(|b| Stacks::build(b, &options));
     let context = RenderContext {
@@ -362,6 +399,43 @@ fn render(
             cpuprof_profile::proto::write(cx.profile, &mut out)?;
             out.flush()?;
         }
+        Output::List(re) => {
+            let re = listing_regex("list", re)?;
+            let mut listings = listing::listings(stacks, &re, cx.options.full_names);
+            if listings.is_empty() {
+                bail!("--list={re}: no function with samples matches");
+            }
+            if !cx.args.no_symbolize {
+                let symbolizer =
+                    cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
+                let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+                listing::extend_from_binaries(&mut listings, stacks, &binaries);
+            }
+            let mut sources =
+                SourceFiles::new(cx.args.source_path.as_deref(), cx.args.trim_path.as_deref());
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            listing::write(&mut out, &listings, &text::unit_word(stacks), &mut sources)?;
+            out.flush()?;
+        }
+        Output::Disasm(re) => {
+            let re = listing_regex("disasm", re)?;
+            let symbolizer =
+                cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
+            let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+            let disassemblies = disasm::disassemble(stacks, &re, cx.options.full_names, &binaries)
+                .map_err(|e| anyhow::anyhow!("--disasm={re}: {e}"))?;
+            let mut sources =
+                SourceFiles::new(cx.args.source_path.as_deref(), cx.args.trim_path.as_deref());
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            disasm::write(
+                &mut out,
+                &disassemblies,
+                &text::unit_word(stacks),
+                stacks.total,
+                &mut sources,
+            )?;
+            out.flush()?;
+        }
         Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
     }
     Ok(())
@@ -380,6 +454,17 @@ fn flat_profile_note(cx: &RenderContext) -> Option<String> {
     let note = cpuprof_report::no_call_stacks_note(cx.profile, index);
     eprintln!("cpuprof: note: {note}");
     Some(note)
+}
+
+/// The regular expression of `--list` or `--disasm`, with regex's
+/// multi-line message cut to its last line.
+fn listing_regex(flag: &str, re: &str) -> Result<Regex> {
+    Regex::new(re).map_err(|e| {
+        let message = e.to_string();
+        let last = message.lines().last().unwrap_or("").trim();
+        let last = last.strip_prefix("error: ").unwrap_or(last);
+        anyhow::anyhow!("--{flag}={re}: invalid regular expression: {last}")
+    })
 }
 
 /// The program named in a call graph's legend: the first binary as given,

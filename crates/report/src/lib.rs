@@ -12,18 +12,25 @@
 //! `--maxdegree`); [`dot`] writes it as Graphviz DOT; [`layout`] places a
 //! directed graph in layers (boxes, smooth edges, labels) without
 //! Graphviz, and [`svg`] draws the call graph with it as standalone SVG.
+//!
+//! The annotated listings: [`listing`] (`--list`, source lines) and
+//! [`disasm`] (`--disasm`, instructions), with source files found by
+//! [`source::SourceFiles`].
 #![deny(missing_docs)]
 
 pub mod callgraph;
 pub mod dcpiprof;
+pub mod disasm;
 pub mod dot;
 pub mod executable;
 pub mod flame;
 pub mod gprof;
 pub mod graph;
 pub mod layout;
+pub mod listing;
 pub mod names;
 pub mod options;
+pub mod source;
 pub mod stacks;
 pub mod svg;
 pub mod text;
