@@ -53,8 +53,10 @@ pub struct FrameName(u32);
 /// One stack of a [`FlameInput`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct FlameStack {
-    /// Frames, root first, as indexes into [`FlameInput::names`].
-    frames: Vec<u32>,
+    /// Where its frames (root first, indexes into [`FlameInput::names`])
+    /// start in [`FlameInput::frames`], and how many.
+    at: u32,
+    len: u32,
     value: i64,
     base: Option<i64>,
 }
@@ -78,6 +80,8 @@ pub struct FlameInput {
     names: Vec<String>,
     name_ids: FxHashMap<String, u32>,
     stacks: Vec<FlameStack>,
+    /// The frames of every stack, one after the other.
+    frames: Vec<u32>,
 }
 
 impl FlameInput {
@@ -107,11 +111,9 @@ impl FlameInput {
     /// ([`FrameTree::build`] says so otherwise). Stacks need not be
     /// distinct: equal stacks are summed.
     pub fn add_stack(&mut self, frames_root_first: &[FrameName], value: i64, base: Option<i64>) {
-        self.stacks.push(FlameStack {
-            frames: frames_root_first.iter().map(|f| f.0).collect(),
-            value,
-            base,
-        });
+        let at = self.frames.len();
+        self.frames.extend(frames_root_first.iter().map(|f| f.0));
+        self.push_stack(at, value, base);
     }
 
     /// Adds a stack of frame names, root first; see [`FlameInput::add_stack`].
@@ -121,15 +123,32 @@ impl FlameInput {
         value: i64,
         base: Option<i64>,
     ) {
-        let frames: Vec<u32> = frames_root_first
-            .iter()
-            .map(|name| self.frame_name(name.as_ref()).0)
-            .collect();
+        let at = self.frames.len();
+        for name in frames_root_first {
+            let id = self.frame_name(name.as_ref()).0;
+            self.frames.push(id);
+        }
+        self.push_stack(at, value, base);
+    }
+
+    /// Records the stack whose frames were appended from `at` on.
+    fn push_stack(&mut self, at: usize, value: i64, base: Option<i64>) {
+        // More than 2^32 frames would not fit in memory as a tree anyway.
+        let at = u32::try_from(at).unwrap_or(u32::MAX);
+        let len = (self.frames.len() as u32).saturating_sub(at);
         self.stacks.push(FlameStack {
-            frames,
+            at,
+            len,
             value,
             base,
         });
+    }
+
+    /// The frames of `stack`, root first.
+    fn frames_of(&self, stack: &FlameStack) -> &[u32] {
+        self.frames
+            .get(stack.at as usize..(stack.at + stack.len) as usize)
+            .unwrap_or_default()
     }
 
     /// The number of stacks added.

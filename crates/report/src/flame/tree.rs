@@ -1,6 +1,8 @@
 //! The merged frame tree: every stack's frames, root first, merged by name
 //! path, children sorted by name, laid out in preorder.
 
+use rayon::prelude::*;
+
 use super::{FlameError, FlameInput, ROOT_NAME};
 
 /// A frame of the merged tree.
@@ -83,8 +85,7 @@ impl FrameTree {
         // and new frames appear in preorder with children in name order. So
         // the tree is built in one pass with no lookups, and is already
         // laid out.
-        let mut ranks: Vec<u32> =
-            Vec::with_capacity(input.stacks.iter().map(|s| s.frames.len()).sum());
+        let mut ranks: Vec<u32> = Vec::with_capacity(input.frames.len());
         let mut sorted: Vec<(u32, u32, i64, i64)> = Vec::with_capacity(input.stacks.len());
         for (index, stack) in input.stacks.iter().enumerate() {
             let base = stack.base.unwrap_or(0);
@@ -100,12 +101,24 @@ impl FrameTree {
                 continue;
             }
             let at = u32::try_from(ranks.len()).map_err(|_| FlameError::Overflow)?;
-            ranks.extend(stack.frames.iter().map(|&id| rank_of_id[id as usize]));
-            sorted.push((at, stack.frames.len() as u32, stack.value, base));
+            let frames = input.frames_of(stack);
+            ranks.extend(frames.iter().map(|&id| rank_of_id[id as usize]));
+            sorted.push((at, frames.len() as u32, stack.value, base));
         }
         let path_of =
             |&(at, len, _, _): &(u32, u32, i64, i64)| &ranks[at as usize..(at + len) as usize];
-        sorted.sort_unstable_by(|a, b| path_of(a).cmp(path_of(b)));
+        sorted.par_sort_unstable_by(|a, b| path_of(a).cmp(path_of(b)));
+        // How much of each stack the next one shares: with what it shares
+        // with the previous one, the frames beyond both are its own, a
+        // chain as wide as its value, to be pruned whole if that is below
+        // the limit (most of a big profile of distinct stacks).
+        let shared_with_next: Vec<u32> = (0..sorted.len())
+            .into_par_iter()
+            .map(|i| match sorted.get(i + 1) {
+                Some(next) => common_prefix(path_of(&sorted[i]), path_of(next)) as u32,
+                None => 0,
+            })
+            .collect();
 
         let root_value = sorted
             .iter()
@@ -125,10 +138,11 @@ impl FrameTree {
         // its sums to its parent; its subtree is then the tail of `nodes`
         // (preorder), which pruning cuts off.
         let mut path: Vec<u32> = vec![0];
-        let mut close = |nodes: &mut Vec<FrameNode>,
-                         path: &mut Vec<u32>,
-                         keep: usize|
-         -> Result<(), FlameError> {
+        let close = |nodes: &mut Vec<FrameNode>,
+                     path: &mut Vec<u32>,
+                     keep: usize|
+         -> Result<usize, FlameError> {
+            let mut pruned = 0;
             while path.len() > keep {
                 let index = path.pop().unwrap_or(0) as usize;
                 let (value, base) = (nodes[index].value, nodes[index].base);
@@ -143,18 +157,21 @@ impl FrameTree {
                     nodes.truncate(index);
                 }
             }
-            Ok(())
+            Ok(pruned)
         };
         let mut previous: &[u32] = &[];
-        for stack in &sorted {
+        for (stack, &next) in sorted.iter().zip(&shared_with_next) {
             let frames = path_of(stack);
-            let shared = frames
-                .iter()
-                .zip(previous)
-                .take_while(|(a, b)| a == b)
-                .count();
-            close(&mut nodes, &mut path, shared + 1)?;
-            for &name in &frames[shared..] {
+            let shared = common_prefix(frames, previous);
+            pruned += close(&mut nodes, &mut path, shared + 1)?;
+            let own = shared.max(next as usize);
+            let kept = if own < frames.len() && (stack.2 as f64) < min_value {
+                pruned += frames.len() - own;
+                &frames[..own]
+            } else {
+                frames
+            };
+            for &name in &kept[shared..] {
                 let index = u32::try_from(nodes.len())
                     .ok()
                     .filter(|&i| i != u32::MAX)
@@ -169,16 +186,17 @@ impl FrameTree {
                 });
                 path.push(index);
             }
-            // The stack's own frame; its ancestors get it when it closes.
+            // The stack's own frame (or the last one kept); its ancestors
+            // get it when it closes.
             let last = &mut nodes[*path.last().unwrap_or(&0) as usize];
             last.value = last
                 .value
                 .checked_add(stack.2)
                 .ok_or(FlameError::Overflow)?;
             last.base = last.base.checked_add(stack.3).ok_or(FlameError::Overflow)?;
-            previous = frames;
+            previous = kept;
         }
-        close(&mut nodes, &mut path, 1)?;
+        pruned += close(&mut nodes, &mut path, 1)?;
         // Each node's parent: the last open node one level up.
         let mut parent_of: Vec<u32> = vec![u32::MAX; nodes.len()];
         let mut open: Vec<u32> = Vec::new();
@@ -214,6 +232,7 @@ impl FrameTree {
     }
 
     /// How many frames [`FrameTree::build_pruned`] left out.
+    /// (Frames whose stacks' values are all zero are not counted.)
     pub fn pruned(&self) -> usize {
         self.pruned
     }
@@ -435,4 +454,9 @@ mod tests {
             .iter()
             .all(|n| n.value == 1 && n.end == 100_001));
     }
+}
+
+/// The length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
