@@ -297,6 +297,11 @@ impl FrameTree {
     }
 }
 
+/// The length of the longest common prefix of `a` and `b`.
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,9 +459,4 @@ mod tests {
             .iter()
             .all(|n| n.value == 1 && n.end == 100_001));
     }
-}
-
-/// The length of the longest common prefix of `a` and `b`.
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
-    a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
