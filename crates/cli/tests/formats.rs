@@ -32,6 +32,28 @@ fn spin_profile(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((spin, prof))
 }
 
+/// callgraph.c built with `gcc -pg` (non-PIE) in `dir` and run there:
+/// the executable and its gmon.out.
+fn callgraph_gmon(dir: &Path) -> (PathBuf, PathBuf) {
+    let bin = dir.join("callgraph");
+    let st = Command::new("gcc")
+        .args(["-O1", "-pg", "-no-pie"])
+        .arg(cpuprof_testkit::workload("callgraph.c"))
+        .arg("-o")
+        .arg(&bin)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let st = Command::new(&bin)
+        .arg("300")
+        .current_dir(dir)
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success());
+    (bin, dir.join("gmon.out"))
+}
+
 /// Rows of Go pprof's `-top`: (flat, cum, name).
 fn go_top(text: &str) -> Vec<(i64, i64, String)> {
     text.lines()
@@ -246,24 +268,7 @@ fn gmon_text_report_agrees_with_gprof_flat_profile() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let bin = dir.path().join("callgraph");
-    let src = cpuprof_testkit::workload("callgraph.c");
-    let st = Command::new("gcc")
-        .args(["-O1", "-pg", "-no-pie"])
-        .arg(&src)
-        .arg("-o")
-        .arg(&bin)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = Command::new(&bin)
-        .arg("300")
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let gmon = dir.path().join("gmon.out");
+    let (bin, gmon) = callgraph_gmon(dir.path());
     let gprof = run_stdout(
         Command::new("gprof")
             .args(["-b", "-p"])
@@ -510,23 +515,7 @@ fn flat_profiles_say_they_have_no_call_stacks() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let bin = dir.path().join("callgraph");
-    let st = Command::new("gcc")
-        .args(["-O1", "-pg", "-no-pie"])
-        .arg(cpuprof_testkit::workload("callgraph.c"))
-        .arg("-o")
-        .arg(&bin)
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let st = Command::new(&bin)
-        .arg("300")
-        .current_dir(dir.path())
-        .stdout(std::process::Stdio::null())
-        .status()
-        .unwrap();
-    assert!(st.success());
-    let gmon = dir.path().join("gmon.out");
+    let (bin, gmon) = callgraph_gmon(dir.path());
     let run = |args: &[&str]| {
         let out = cpuprof()
             .arg("report")

@@ -25,6 +25,7 @@
 //! code included: its flat is `--text`'s flat of the function plus that of
 //! the functions inlined into it.
 
+use crate::listing::count;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -339,15 +340,6 @@ fn decode(binary: &Binary, start: u64, size: u64) -> Vec<Instruction> {
         }
     }
     out
-}
-
-/// A count as perl pprof prints it in listings: `.` for zero.
-fn count(value: i64) -> String {
-    if value == 0 {
-        ".".to_string()
-    } else {
-        value.to_string()
-    }
 }
 
 /// Writes `disassemblies`; `unit` is the word of the totals line

@@ -218,7 +218,7 @@ pub fn extend_from_binaries(
 }
 
 /// A count as perl pprof prints it in listings: `.` for zero.
-fn count(value: i64) -> String {
+pub(crate) fn count(value: i64) -> String {
     if value == 0 {
         ".".to_string()
     } else {
