@@ -130,7 +130,9 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
                     ),
                 )
             })?;
-            let name = name.trim();
+            // perl's `^0x0*([0-9a-f]+)\s+(.+)`: the name keeps what
+            // follows the blanks, trailing blanks too.
+            let name = name.trim_start();
             if name.is_empty() || !text[2 + digits_end..].starts_with([' ', '\t']) {
                 return Err(err(
                     start,
