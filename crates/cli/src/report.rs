@@ -30,7 +30,11 @@ Examples:
   cpuprof report --text --base=before.prof ./prog after.prof
   cpuprof report --svg -o graph.svg ./prog prog.prof
   cpuprof report --dot --nodecount=20 --focus=Mutex ./prog prog.prof | dot -Tpng > graph.png
-  cpuprof report --web ./prog prog.prof")]
+  cpuprof report --web ./prog prog.prof
+  cpuprof report --collapsed ./prog prog.prof | flamegraph.pl > prog.svg
+  cpuprof report --callgrind ./prog prog.prof -o callgrind.out.prog
+  cpuprof report --raw ./prog prog.prof -o prog.raw && cpuprof report --text prog.raw
+  echo 0x1480 0x1750 | cpuprof report --symbols ./prog")]
 pub struct Args {
     #[command(flatten)]
     pub output: OutputArgs,

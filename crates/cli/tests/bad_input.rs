@@ -253,3 +253,20 @@ fn bad_symbols_input_lines() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("not an ELF binary"), "{stderr}");
 }
+
+#[test]
+fn raw_of_collapsed_stacks_is_refused_without_output() {
+    let dir = TempDir::new().unwrap();
+    let folded = dir.path().join("f.folded");
+    std::fs::write(&folded, "main;work 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+        .args(["report", "--raw"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--raw needs program addresses"), "{stderr}");
+}

@@ -30,6 +30,20 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<
         if locations.is_empty() {
             continue;
         }
+        if let Some(l) = locations.iter().find(|l| source.location(**l).address == 0) {
+            let name = source
+                .location(*l)
+                .lines
+                .last()
+                .map(|line| source.function(line.function).name.as_str())
+                .unwrap_or("?");
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "--raw needs program addresses, but frame `{name}` has none (collapsed stacks hold names only)"
+                ),
+            ));
+        }
         if sample.values.get(count_index).copied().unwrap_or(0) <= 0 {
             dropped += 1;
             continue;
