@@ -67,36 +67,53 @@ pub fn write(
         .map(|f| place(f, stacks, options, link.as_ref()))
         .collect();
 
-    // Per function (file, name): self cost per position, and calls per
-    // (caller position, callee place).
+    // Functions (file, name) ranked in output order; frames point at
+    // their function's rank, so that costs and calls are tallied on
+    // integers (a big profile has millions of edges).
+    let mut keys: Vec<(&str, &str)> = places
+        .iter()
+        .map(|p| (p.file.as_str(), p.function.as_str()))
+        .collect();
+    keys.sort_unstable();
+    keys.dedup();
+    let rank: FxHashMap<(&str, &str), u32> = keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (*k, i as u32))
+        .collect();
+    let function_of: Vec<u32> = places
+        .iter()
+        .map(|p| rank[&(p.file.as_str(), p.function.as_str())])
+        .collect();
+
+    // Per function: self cost per position, and calls per (caller
+    // position, callee function, callee position).
     #[derive(Default)]
     struct Block {
         costs: BTreeMap<u64, i64>,
-        calls: BTreeMap<(u64, Place), i64>,
+        calls: FxHashMap<(u64, u32, u64), i64>,
     }
-    let mut blocks: BTreeMap<(String, String), Block> = BTreeMap::new();
+    let mut blocks: BTreeMap<u32, Block> = BTreeMap::new();
     for (i, node) in graph.nodes.iter().enumerate() {
         if node.flat == 0 {
             continue;
         }
-        let p = &places[i];
-        let block = blocks
-            .entry((p.file.clone(), p.function.clone()))
-            .or_default();
-        *block.costs.entry(p.position).or_insert(0) += node.flat;
+        let block = blocks.entry(function_of[i]).or_default();
+        *block.costs.entry(places[i].position).or_insert(0) += node.flat;
     }
     for edge in &graph.edges {
         if edge.weight == 0 {
             continue;
         }
-        let caller = &places[edge.caller.index()];
-        let callee = &places[edge.callee.index()];
-        let block = blocks
-            .entry((caller.file.clone(), caller.function.clone()))
-            .or_default();
+        let (caller, callee) = (edge.caller.index(), edge.callee.index());
+        let block = blocks.entry(function_of[caller]).or_default();
         *block
             .calls
-            .entry((caller.position, callee.clone()))
+            .entry((
+                places[caller].position,
+                function_of[callee],
+                places[callee].position,
+            ))
             .or_insert(0) += edge.weight;
     }
 
@@ -109,25 +126,38 @@ pub fn write(
     let _ = writeln!(s, "summary: {total}");
     let mut files = Names::default();
     let mut functions = Names::default();
-    let position = |p: u64| {
-        if addresses {
-            format!("{p:#x}")
+    // Lines are built in place: a big profile has millions of calls.
+    let position = |s: &mut String, p: u64| {
+        let _ = if addresses {
+            write!(s, "{p:#x}")
         } else {
-            p.to_string()
-        }
+            write!(s, "{p}")
+        };
     };
-    for ((file, function), block) in &blocks {
+    for (key, block) in &blocks {
+        let (file, function) = keys[*key as usize];
+        s.push_str("\nfl=");
+        files.write(&mut s, file);
+        s.push_str("\nfn=");
+        functions.write(&mut s, function);
         s.push('\n');
-        let _ = writeln!(s, "fl={}", files.name(file));
-        let _ = writeln!(s, "fn={}", functions.name(function));
         for (p, cost) in &block.costs {
-            let _ = writeln!(s, "{} {cost}", position(*p));
+            position(&mut s, *p);
+            let _ = writeln!(s, " {cost}");
         }
-        for ((from, callee), weight) in &block.calls {
-            let _ = writeln!(s, "cfl={}", files.name(&callee.file));
-            let _ = writeln!(s, "cfn={}", functions.name(&callee.function));
-            let _ = writeln!(s, "calls={weight} {}", position(callee.position));
-            let _ = writeln!(s, "{} {weight}", position(*from));
+        let mut calls: Vec<(&(u64, u32, u64), &i64)> = block.calls.iter().collect();
+        calls.sort_unstable();
+        for ((from, callee, to), weight) in calls {
+            let (callee_file, callee_function) = keys[*callee as usize];
+            s.push_str("cfl=");
+            files.write(&mut s, callee_file);
+            s.push_str("\ncfn=");
+            functions.write(&mut s, callee_function);
+            let _ = write!(s, "\ncalls={weight} ");
+            position(&mut s, *to);
+            s.push('\n');
+            position(&mut s, *from);
+            let _ = writeln!(s, " {weight}");
         }
         if s.len() > 1 << 16 {
             out.write_all(s.as_bytes())?;
@@ -166,13 +196,14 @@ struct Names {
 }
 
 impl Names {
-    fn name(&mut self, name: &str) -> String {
+    fn write(&mut self, s: &mut String, name: &str) {
         if let Some(id) = self.ids.get(name) {
-            return format!("({id})");
+            let _ = write!(s, "({id})");
+            return;
         }
         let id = self.ids.len() + 1;
         self.ids.insert(name.to_string(), id);
-        format!("({id}) {}", one_line(name))
+        let _ = write!(s, "({id}) {}", one_line(name));
     }
 }
 

@@ -18,6 +18,7 @@
 //! `measurement.Percentage`: `100%` within 0.05 of a hundred, `%5.2f%%`
 //! from 1%, `%5.2g%%` below.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
@@ -64,59 +65,80 @@ pub fn write(
     writeln!(out, "{SEPARATOR}")?;
     writeln!(out, "{LEGEND}")?;
     let name = |id: FrameId| stacks.frame(id).name.as_str();
+    // Lines are built in a buffer: a big profile has millions of edges.
+    let mut s = String::with_capacity(1 << 16);
     let mut sum = 0i64;
     for row in &rows {
-        writeln!(out, "{SEPARATOR}")?;
+        s.push_str(SEPARATOR);
+        s.push('\n');
         for edge in callers.get(&row.frame).into_iter().flatten() {
-            writeln!(
-                out,
+            let _ = writeln!(
+                s,
                 "{:>50} {} |   {}",
                 edge.weight,
-                percentage(edge.weight, row.cum),
+                Percentage(edge.weight, row.cum),
                 name(edge.caller)
-            )?;
+            );
         }
         sum += row.flat;
-        writeln!(
-            out,
+        let _ = writeln!(
+            s,
             "{:>10} {} {} {:>10} {}                | {}",
             row.flat,
-            percentage(row.flat, total),
-            percentage(sum, total),
+            Percentage(row.flat, total),
+            Percentage(sum, total),
             row.cum,
-            percentage(row.cum, total),
+            Percentage(row.cum, total),
             name(row.frame)
-        )?;
+        );
         for edge in callees.get(&row.frame).into_iter().flatten() {
-            writeln!(
-                out,
+            let _ = writeln!(
+                s,
                 "{:>50} {} |   {}",
                 edge.weight,
-                percentage(edge.weight, row.cum),
+                Percentage(edge.weight, row.cum),
                 name(edge.callee)
-            )?;
+            );
+        }
+        if s.len() > 1 << 16 {
+            out.write_all(s.as_bytes())?;
+            s.clear();
         }
     }
     if !rows.is_empty() {
-        writeln!(out, "{SEPARATOR}")?;
+        s.push_str(SEPARATOR);
+        s.push('\n');
     }
-    Ok(())
+    out.write_all(s.as_bytes())
+}
+
+/// [`percentage`] as a `Display`, for formatting in place.
+struct Percentage(i64, i64);
+
+impl std::fmt::Display for Percentage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ratio = ratio(self.0, self.1);
+        if (99.95..=100.05).contains(&ratio) {
+            f.write_str("  100%")
+        } else if ratio >= 1.0 {
+            write!(f, "{ratio:5.2}%")
+        } else {
+            write!(f, "{:>5}%", go_g2(ratio))
+        }
+    }
+}
+
+fn ratio(value: i64, total: i64) -> f64 {
+    if total != 0 {
+        (value as f64 / total as f64).abs() * 100.0
+    } else {
+        0.0
+    }
 }
 
 /// A percentage as Go pprof's `measurement.Percentage` prints it.
 pub fn percentage(value: i64, total: i64) -> String {
-    let ratio = if total != 0 {
-        (value as f64 / total as f64).abs() * 100.0
-    } else {
-        0.0
-    };
-    if (99.95..=100.05).contains(&ratio) {
-        "  100%".to_string()
-    } else if ratio >= 1.0 {
-        format!("{ratio:5.2}%")
-    } else {
-        format!("{:>5}%", go_g2(ratio))
-    }
+    Percentage(value, total).to_string()
 }
 
 /// Go's `%.2g` of a non-negative value below 1: two significant digits,
