@@ -520,6 +520,34 @@ fn symbols_equal_google_pprof_symbols() {
         &input,
     );
     assert_eq!(ours, theirs);
+
+    // With /proc/maps lines the addresses are runtime ones: the PIE loaded
+    // at 0x555555554000 (its file mapped from offset 0).
+    let base = 0x5555_5555_4000u64;
+    let path = case.binary.display();
+    let mut maps = format!(
+        "{base:x}-{:x} r--p 00000000 08:01 1 {path}\n{:x}-{:x} r-xp 00001000 08:01 1 {path}\n",
+        base + 0x1000,
+        base + 0x1000,
+        base + 0x10000,
+    );
+    for a in &addresses {
+        maps.push_str(&format!("{:#x}\n", a + base));
+    }
+    let ours_mapped = run(
+        cpuprof()
+            .args(["report", "--symbols"])
+            .arg(&case.binary),
+        &maps,
+    );
+    assert_eq!(ours_mapped, ours);
+    let theirs_mapped = run(
+        Command::new("google-pprof")
+            .arg("--symbols")
+            .arg(&case.binary),
+        &maps,
+    );
+    assert_eq!(ours_mapped, theirs_mapped);
 }
 
 /// The outputs summed over two profiles, with --focus, with --base, and
