@@ -17,12 +17,13 @@
 //! Unlike Go pprof, which prints one block per sample of the profile,
 //! samples with the same frames are summed into one block (the stacks are
 //! those of [`crate::collapsed`]); blocks are sorted by value, largest
-//! first, then by their folded text. Values are the report's (sample
+//! first, then as `--collapsed` sorts them. Values are the report's (sample
 //! counts for gperftools profiles), not converted to time.
 
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::collapsed::distinct_stacks;
+use crate::collapsed::{compare_stacks, distinct_stacks, name_ranks};
 use crate::stacks::Stacks;
 use crate::text::unit_word;
 
@@ -52,21 +53,36 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<
     }
     writeln!(out, "Total: {} {}", stacks.total, unit_word(stacks))?;
     let mut distinct = distinct_stacks(stacks);
-    distinct.sort_by(|a, b| b.value.cmp(&a.value).then_with(|| a.folded.cmp(&b.folded)));
+    let ranks = name_ranks(stacks);
+    distinct.sort_by(|a, b| {
+        b.value
+            .cmp(&a.value)
+            .then_with(|| compare_stacks(&ranks, &a.frames, &b.frames))
+    });
+    // Lines are built in a buffer: a big profile has millions of frames.
+    let mut text = String::with_capacity(1 << 16);
     for stack in &distinct {
         if stack.frames.is_empty() {
             continue;
         }
-        writeln!(out, "{SEPARATOR}")?;
+        text.push_str(SEPARATOR);
+        text.push('\n');
         for (i, frame) in stack.frames.iter().enumerate() {
             let name = &stacks.frame(*frame).name;
             if i == 0 {
-                writeln!(out, "{:>10}   {name}", stack.value)?;
+                let _ = writeln!(text, "{:>10}   {name}", stack.value);
             } else {
-                writeln!(out, "{:>10}   {name}", "")?;
+                text.push_str("             ");
+                text.push_str(name);
+                text.push('\n');
             }
         }
+        if text.len() > 1 << 16 {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
     }
+    out.write_all(text.as_bytes())?;
     if !distinct.is_empty() {
         writeln!(out, "{SEPARATOR}")?;
     }
