@@ -72,13 +72,7 @@ pub fn write(
         s.push_str(SEPARATOR);
         s.push('\n');
         for edge in callers.get(&row.frame).into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "{:>50} {} |   {}",
-                edge.weight,
-                Percentage(edge.weight, row.cum),
-                name(edge.caller)
-            );
+            edge_line(&mut s, edge.weight, row.cum, name(edge.caller));
         }
         sum += row.flat;
         let _ = writeln!(
@@ -92,13 +86,7 @@ pub fn write(
             name(row.frame)
         );
         for edge in callees.get(&row.frame).into_iter().flatten() {
-            let _ = writeln!(
-                s,
-                "{:>50} {} |   {}",
-                edge.weight,
-                Percentage(edge.weight, row.cum),
-                name(edge.callee)
-            );
+            edge_line(&mut s, edge.weight, row.cum, name(edge.callee));
         }
         if s.len() > 1 << 16 {
             out.write_all(s.as_bytes())?;
@@ -110,6 +98,21 @@ pub fn write(
         s.push('\n');
     }
     out.write_all(s.as_bytes())
+}
+
+/// `%50s %s |   %s` of an edge: its weight, its share of the node's cum,
+/// the other end. Padded by hand: `{:>50}` pads one character at a time,
+/// and a big profile has millions of edges.
+fn edge_line(s: &mut String, weight: i64, cum: i64, name: &str) {
+    const BLANKS: &str = "                                                  ";
+    let digits = weight.to_string();
+    s.push_str(&BLANKS[..BLANKS.len().saturating_sub(digits.len())]);
+    s.push_str(&digits);
+    s.push(' ');
+    let _ = write!(s, "{}", Percentage(weight, cum));
+    s.push_str(" |   ");
+    s.push_str(name);
+    s.push('\n');
 }
 
 /// [`percentage`] as a `Display`, for formatting in place.
