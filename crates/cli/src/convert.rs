@@ -24,7 +24,8 @@ Examples:
   cpuprof convert prog.prof -o prog.pb.gz --to pprof
   cpuprof convert ./prog gmon.out -o prog.folded --to collapsed
   cpuprof convert a.prof b.prof -o sum.prof --to gperftools
-  cpuprof convert prog.pb.gz -o dcpidb --to dcpi")]
+  cpuprof convert prog.pb.gz -o dcpidb --to dcpi
+  cpuprof convert ./prog prog.prof -o callgrind.out.prog --to callgrind")]
 pub struct Args {
     /// The format to write.
     #[arg(long, value_enum)]
@@ -36,7 +37,8 @@ pub struct Args {
     /// Subtract this profile from the sum of the inputs.
     #[arg(long, value_name = "FILE")]
     pub base: Option<PathBuf>,
-    /// For --to collapsed: which sample value (index or type name).
+    /// For --to collapsed and callgrind: which sample value (index or type
+    /// name).
     #[arg(long = "sample_index", alias = "sample-index", value_name = "N|NAME")]
     pub sample_index: Option<String>,
     /// DCPI database inputs: read only this epoch.
@@ -64,19 +66,26 @@ pub enum Target {
     Dcpi,
     /// gprof's gmon.out (GNU format).
     Gmon,
+    /// Callgrind format (KCachegrind, callgrind_annotate): the same bytes
+    /// as `cpuprof report --callgrind` of the same inputs.
+    Callgrind,
 }
 
 /// Runs `cpuprof convert`.
 pub fn run(args: Args) -> Result<i32> {
     let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
-    let symbolize = !args.no_symbolize && matches!(args.to, Target::Pprof | Target::Collapsed);
+    let symbolize = !args.no_symbolize
+        && matches!(
+            args.to,
+            Target::Pprof | Target::Collapsed | Target::Callgrind
+        );
     let symbolize = symbolize.then(|| cpuprof_symbolize::Options {
         binaries: binaries.clone(),
         ..cpuprof_symbolize::Options::default()
     });
     let loader = Loader::new(&binaries, args.epoch.clone(), symbolize);
     let profile = loader.load_sum(&profiles, args.base.as_deref())?;
-    let notes = write(&profile, &args)?;
+    let notes = write(&profile, &binaries, &args)?;
     for n in notes {
         eprintln!("cpuprof: convert: dropped: {n}");
     }
@@ -90,7 +99,7 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
 }
 
 /// Writes the profile in the target format; returns what was dropped.
-fn write(profile: &Profile, args: &Args) -> Result<Vec<String>> {
+fn write(profile: &Profile, binaries: &[PathBuf], args: &Args) -> Result<Vec<String>> {
     let out = &args.output;
     let mut notes = Vec::new();
     match args.to {
@@ -119,6 +128,16 @@ fn write(profile: &Profile, args: &Args) -> Result<Vec<String>> {
             notes.extend(collapsed_losses(profile, index));
             let mut f = create(out)?;
             collapsed::write(profile, index, &mut f)?;
+            f.flush()?;
+        }
+        Target::Callgrind => {
+            let mut options = cpuprof_report::Options::default();
+            if args.sample_index.is_some() {
+                options.sample_index = Some(sample_index(profile, args.sample_index.as_deref())?);
+            }
+            let stacks = cpuprof_report::Stacks::build(profile, &options);
+            let mut f = create(out)?;
+            crate::report::write_callgrind(&mut f, binaries, &stacks, &options)?;
             f.flush()?;
         }
         Target::Gmon => {

@@ -31,7 +31,11 @@ Examples:
   cpuprof report --text --base=before.prof ./prog after.prof
   cpuprof report --svg -o graph.svg ./prog prog.prof
   cpuprof report --dot --nodecount=20 --focus=Mutex ./prog prog.prof | dot -Tpng > graph.png
-  cpuprof report --web ./prog prog.prof")]
+  cpuprof report --web ./prog prog.prof
+  cpuprof report --collapsed ./prog prog.prof | flamegraph.pl > prog.svg
+  cpuprof report --callgrind ./prog prog.prof -o callgrind.out.prog
+  cpuprof report --raw ./prog prog.prof -o prog.raw && cpuprof report --text prog.raw
+  echo 0x1480 0x1750 | cpuprof report --symbols ./prog")]
 pub struct Args {
     #[command(flatten)]
     pub output: OutputArgs,
@@ -176,6 +180,34 @@ pub struct OutputArgs {
     /// cum per instruction, source lines interleaved (needs the binaries).
     #[arg(long, value_name = "RE")]
     pub disasm: Option<String>,
+    /// One line per distinct stack, `root;...;leaf count` (folded stacks
+    /// for flamegraph.pl, inferno, speedscope), inline frames expanded.
+    #[arg(long)]
+    pub collapsed: bool,
+    /// Every distinct stack with its value, leaf first, as Go pprof's
+    /// -traces prints them.
+    #[arg(long)]
+    pub traces: bool,
+    /// Each node with its callers and callees, as Go pprof's -tree.
+    #[arg(long)]
+    pub tree: bool,
+    /// The text report's totals and rows as JSON (schema cpuprof-report/1).
+    #[arg(long)]
+    pub json: bool,
+    /// Callgrind format, for KCachegrind and callgrind_annotate (with
+    /// --addresses: instruction positions at link-time addresses).
+    #[arg(long)]
+    pub callgrind: bool,
+    /// The symbolized raw profile, as perl pprof --raw writes it: a
+    /// `--- symbol` section, then the profile; reads back without the
+    /// binary.
+    #[arg(long)]
+    pub raw: bool,
+    /// Read hex addresses (link-time addresses of BINARY) from standard
+    /// input and print their function names, one per address, as pprof
+    /// --symbols does.
+    #[arg(long)]
+    pub symbols: bool,
 }
 
 /// The one output of a run; each output is one variant, dispatched in
@@ -189,6 +221,13 @@ enum Output {
     Proto,
     List(String),
     Disasm(String),
+    Collapsed,
+    Traces,
+    Tree,
+    Json,
+    Callgrind,
+    Raw,
+    Symbols,
 }
 
 impl OutputArgs {
@@ -211,6 +250,19 @@ impl OutputArgs {
         }
         if let Some(re) = &self.disasm {
             return Output::Disasm(re.clone());
+        }
+        for (asked, output) in [
+            (self.collapsed, Output::Collapsed),
+            (self.traces, Output::Traces),
+            (self.tree, Output::Tree),
+            (self.json, Output::Json),
+            (self.callgrind, Output::Callgrind),
+            (self.raw, Output::Raw),
+            (self.symbols, Output::Symbols),
+        ] {
+            if asked {
+                return output;
+            }
         }
         let flame = |format, orientation| {
             Output::Flame(FlameOptions {
@@ -292,8 +344,12 @@ impl GranularityArgs {
 
 /// Runs `cpuprof report`.
 pub fn run(args: Args) -> Result<i32> {
-    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
     let output = args.output.output(args.layout, args.output_file.clone());
+    if matches!(output, Output::Symbols) {
+        // --symbols reads addresses, not profiles.
+        return symbols_report(&args);
+    }
+    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
     if matches!(output, Output::Gprof) {
         // gprof's report reads gmon.out natively, not the profile model.
         return gprof_report(&args, &binaries, &profiles);
@@ -436,7 +492,44 @@ fn render(
             )?;
             out.flush()?;
         }
+        Output::Collapsed => {
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::collapsed::write(&mut out, stacks)?;
+            out.flush()?;
+        }
+        Output::Traces => {
+            let program = program_name(cx.binaries, cx.profile);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::traces::write(&mut out, stacks, &program)?;
+            out.flush()?;
+        }
+        Output::Tree => {
+            flat_profile_note(cx);
+            let graph = Graph::build(stacks, true);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::tree::write(&mut out, stacks, &graph, cx.options)?;
+            out.flush()?;
+        }
+        Output::Json => {
+            let graph = Graph::build(stacks, false);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::json::write(&mut out, stacks, &graph, cx.options)?;
+            out.flush()?;
+        }
+        Output::Callgrind => {
+            flat_profile_note(cx);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            write_callgrind(&mut out, cx.binaries, stacks, cx.options)?;
+            out.flush()?;
+        }
+        Output::Raw => {
+            let program = program_name(cx.binaries, cx.profile);
+            let mut out = output_file(cx.args.output_file.as_deref())?;
+            cpuprof_report::raw::write(&mut out, stacks, &program)?;
+            out.flush()?;
+        }
         Output::Gprof => bail!("--gprof reads gmon.out files itself (see gprof_report)"),
+        Output::Symbols => bail!("--symbols reads addresses itself (see symbols_report)"),
     }
     Ok(())
 }
@@ -467,9 +560,24 @@ fn listing_regex(flag: &str, re: &str) -> Result<Regex> {
     })
 }
 
+/// Writes the callgrind file of `stacks`: the one writer of `report
+/// --callgrind` and `convert --to callgrind`, so that both give the same
+/// bytes.
+pub fn write_callgrind(
+    out: &mut dyn Write,
+    binaries: &[PathBuf],
+    stacks: &Stacks,
+    options: &Options,
+) -> Result<()> {
+    let graph = Graph::build(stacks, true);
+    let program = program_name(binaries, stacks.profile());
+    cpuprof_report::callgrind::write(out, stacks, &graph, options, &program)?;
+    Ok(())
+}
+
 /// The program named in a call graph's legend: the first binary as given,
 /// else the first mapped file of the profile (the main executable).
-fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
+pub fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
     binaries
         .first()
         .map(|path| path.display().to_string())
@@ -479,6 +587,13 @@ fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
                 .iter()
                 .find(|m| !m.path.is_empty())
                 .map(|m| m.path.clone())
+        })
+        .or_else(|| {
+            // A symbolized raw profile names its program.
+            profile.comments.iter().find_map(|c| {
+                c.strip_prefix(cpuprof_profile::symbolized::BINARY_COMMENT)
+                    .map(str::to_string)
+            })
         })
         .unwrap_or_else(|| "(unknown program)".to_string())
 }
@@ -586,4 +701,98 @@ fn output_file(path: Option<&Path>) -> Result<Box<dyn Write>> {
         )),
         None => Box::new(BufWriter::with_capacity(1 << 16, io::stdout().lock())),
     })
+}
+
+/// `--symbols`: reads addresses from standard input (hex `0x...`, one or
+/// several per line; `/proc/maps` lines among them say where the binaries
+/// were loaded, else the addresses are the binary's link-time ones) and
+/// prints one name per address: the function (outermost of an inline
+/// chain, short form as `--text` prints it), `??` when unknown.
+fn symbols_report(args: &Args) -> Result<i32> {
+    let binaries: Vec<PathBuf> = args
+        .inputs
+        .iter()
+        .filter(|p| crate::inputs::is_elf(p))
+        .cloned()
+        .collect();
+    if let Some(other) = args.inputs.iter().find(|p| !crate::inputs::is_elf(p)) {
+        bail!(
+            "{}: not an ELF binary: --symbols takes binaries and reads addresses on standard input",
+            other.display()
+        );
+    }
+    if binaries.is_empty() {
+        bail!("--symbols needs the binary whose addresses are read on standard input");
+    }
+    let mut input = String::new();
+    io::Read::read_to_string(&mut io::stdin().lock(), &mut input)
+        .context("--symbols: standard input is not text")?;
+    let (mappings, addresses) = parse_symbols_input(&input)?;
+    let mut builder = cpuprof_profile::ProfileBuilder::new(vec![cpuprof_profile::ValueType::new(
+        "samples", "count",
+    )]);
+    builder.profile.mappings = mappings;
+    builder.profile.sort_mappings();
+    let locations: Vec<_> = addresses.iter().map(|&a| builder.location_at(a)).collect();
+    let mut profile = builder.profile;
+    for warning in cpuprof_symbolize::symbolize(&mut profile, &symbolize_options(args, &binaries)) {
+        eprintln!("cpuprof: warning: {warning}");
+    }
+    let mut out = output_file(args.output_file.as_deref())?;
+    for l in locations {
+        let location = profile.location(l);
+        let name = match location.lines.last() {
+            Some(line) => {
+                let name = &profile.function(line.function).name;
+                if args.full_names {
+                    name.clone()
+                } else {
+                    cpuprof_report::names::short_name(name)
+                }
+            }
+            None => "??".to_string(),
+        };
+        writeln!(out, "{name}")?;
+    }
+    out.flush()?;
+    Ok(0)
+}
+
+/// The mappings (`/proc/maps` lines) and addresses (`0x` words) of
+/// `--symbols` input; any other non-blank line is an error.
+fn parse_symbols_input(input: &str) -> Result<(Vec<cpuprof_profile::Mapping>, Vec<u64>)> {
+    let mut mappings = Vec::new();
+    let mut addresses = Vec::new();
+    for (n, line) in input.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() {
+            continue;
+        }
+        if let Some(mapping) = cpuprof_profile::gperftools::parse_maps_line(line) {
+            mappings.push(mapping);
+            continue;
+        }
+        let before = addresses.len();
+        for word in line.split(|c: char| c.is_whitespace() || c == ',' || c == '+') {
+            let Some(hex) = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) else {
+                continue;
+            };
+            let address = u64::from_str_radix(hex, 16).map_err(|_| {
+                anyhow::anyhow!(
+                    "--symbols: standard input line {}: `{}`: expected a hex address of at most 16 digits",
+                    n + 1,
+                    word.chars().take(40).collect::<String>()
+                )
+            })?;
+            addresses.push(address);
+        }
+        if addresses.len() == before {
+            bail!(
+                "--symbols: standard input line {}: expected hex addresses (0x...) or a /proc/maps line, got `{}`",
+                n + 1,
+                line.chars().take(60).collect::<String>()
+            );
+        }
+    }
+    Ok((mappings, addresses))
 }

@@ -166,3 +166,107 @@ fn missing_profile_file() {
     assert!(stderr.contains("/nonexistent/x.prof"), "{stderr}");
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
 }
+
+#[test]
+fn malformed_symbolized_raw_profiles() {
+    let profile_part: Vec<u8> = slots(&[0, 3, 0, 1, 0, 2, 1, 0x1000]);
+    let with = |symbols: &[u8]| {
+        let mut d = symbols.to_vec();
+        d.extend_from_slice(&profile_part);
+        d
+    };
+    assert_rejected(
+        "noaddr.raw",
+        &with(b"--- symbol\n0x1000\n---\n--- profile\n"),
+        11,
+        "expected `0xADDRESS name`",
+    );
+    assert_rejected(
+        "long.raw",
+        &with(b"--- symbol\n0x11112222333344445 main\n---\n--- profile\n"),
+        11,
+        "at most 16 hex digits",
+    );
+    assert_rejected(
+        "noend.raw",
+        b"--- symbol\n0x1000 main\n",
+        23,
+        "symbol section has no end",
+    );
+    assert_rejected(
+        "noprofile.raw",
+        &with(b"--- symbol\n0x1000 main\n---\n--- heap\n"),
+        27,
+        "--- profile",
+    );
+    // The profile part's errors are placed in the whole file.
+    assert_rejected(
+        "badprofile.raw",
+        b"--- symbol\n0x1000 main\n---\n--- profile\n\x00\x00\x00\x00\x00\x00\x00\x00\x05\x00\x00\x00\x00\x00\x00\x00",
+        39 + 16,
+        "in the profile section",
+    );
+}
+
+/// `report --symbols BINARY` with `input` on standard input.
+fn symbols(binary: &Path, input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+        .args(["report", "--symbols"])
+        .arg(binary)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn bad_symbols_input_lines() {
+    let binary = Path::new(env!("CARGO_BIN_EXE_cpuprof"));
+    for (input, expected) in [
+        ("0x1000\nhello\n", "line 2: expected hex addresses"),
+        ("0xZZ\n", "line 1: `0xZZ`: expected a hex address"),
+        ("0x11112222333344445\n", "at most 16 digits"),
+    ] {
+        let out = symbols(binary, input);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{input:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{input:?}: partial output");
+        assert_eq!(stderr.lines().count(), 1, "{input:?}: {stderr}");
+        assert!(stderr.contains(expected), "{input:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+    // A profile where a binary is expected.
+    let dir = TempDir::new().unwrap();
+    let text = dir.path().join("not-elf");
+    std::fs::write(&text, "x").unwrap();
+    let out = symbols(&text, "0x1000\n");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("not an ELF binary"), "{stderr}");
+}
+
+#[test]
+fn raw_of_collapsed_stacks_is_refused_without_output() {
+    let dir = TempDir::new().unwrap();
+    let folded = dir.path().join("f.folded");
+    std::fs::write(&folded, "main;work 3\n").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+        .args(["report", "--raw"])
+        .arg(&folded)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(out.stdout.is_empty());
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("--raw needs program addresses"), "{stderr}");
+}

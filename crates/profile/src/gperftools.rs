@@ -274,6 +274,7 @@ fn intern_locations(
     stacks: &[DistinctStack<'_>],
     period_ns: i64,
     release: fn(&[u8]),
+    caller_adjust: u64,
 ) -> (Vec<u64>, Vec<Sample>) {
     let s = layout.slot_size();
     struct Local {
@@ -294,7 +295,11 @@ fn intern_locations(
                 let mut locations = Vec::with_capacity(n);
                 for i in 0..n {
                     let pc = layout.slot(d.pcs, i * s);
-                    let address = if i == 0 { pc } else { pc.wrapping_sub(1) };
+                    let address = if i == 0 {
+                        pc
+                    } else {
+                        pc.wrapping_sub(caller_adjust)
+                    };
                     let next = LocationId::from_index(local.addresses.len());
                     let id = *ids.entry(address).or_insert_with(|| {
                         local.addresses.push(address);
@@ -362,6 +367,31 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
 /// [`read`], calling `release` with the parts of `data` it is done with
 /// for now (see [`crate::ReadOptions::release`]).
 pub fn read_with(data: &[u8], release: Option<fn(&[u8])>) -> Result<Profile, ParseError> {
+    read_records(data, release, Records::ReturnAddresses)
+}
+
+/// Reads the profile part of a symbolized raw profile (see
+/// [`write_adjusted`]): callers' addresses are taken as they are (already
+/// adjusted by whoever wrote them), and the trailer may be missing (perl
+/// pprof `--raw` writes none).
+pub fn read_adjusted(data: &[u8]) -> Result<Profile, ParseError> {
+    read_records(data, None, Records::Adjusted)
+}
+
+/// How the PCs of callers are stored in a profile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Records {
+    /// Return addresses, as the profiler records them.
+    ReturnAddresses,
+    /// Return addresses minus one, as a symbolized raw profile has them.
+    Adjusted,
+}
+
+fn read_records(
+    data: &[u8],
+    release: Option<fn(&[u8])>,
+    kind: Records,
+) -> Result<Profile, ParseError> {
     let layout = detect(data).ok_or_else(|| {
         let msg = if data.is_empty() {
             "empty file: expected a gperftools CPU profile header".to_string()
@@ -419,6 +449,9 @@ pub fn read_with(data: &[u8], release: Option<fn(&[u8])>) -> Result<Profile, Par
     let mut pos = records_start;
     let mut records: Vec<RecordRef> = Vec::new();
     loop {
+        if kind == Records::Adjusted && pos == data.len() {
+            break;
+        }
         if pos + s > data.len() {
             return Err(err(
                 pos,
@@ -482,7 +515,12 @@ pub fn read_with(data: &[u8], release: Option<fn(&[u8])>) -> Result<Profile, Par
     release(&data[records_start..pos]);
     let stacks = distinct_stacks(data, layout, &records, release);
     drop(records);
-    let (addresses, samples) = intern_locations(data, layout, &stacks, period_ns, release);
+    let caller_adjust = match kind {
+        Records::ReturnAddresses => 1,
+        Records::Adjusted => 0,
+    };
+    let (addresses, samples) =
+        intern_locations(data, layout, &stacks, period_ns, release, caller_adjust);
     drop(stacks);
     for address in addresses {
         builder.location_at(address);
@@ -593,6 +631,23 @@ fn substitute_build(path: &str, build: &str) -> String {
 /// else its first value divided by the period. Samples with a count of 0
 /// or less cannot be represented and are skipped; so are empty stacks.
 pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write) -> io::Result<()> {
+    write_records(profile, layout, Records::ReturnAddresses, out)
+}
+
+/// Writes `profile`'s samples as gperftools records with the callers'
+/// addresses as the model has them (return address minus one) and no
+/// list of mapped objects: the profile part of a symbolized raw profile,
+/// whose symbols are keyed by those addresses. [`read_adjusted`] reads it.
+pub fn write_adjusted(profile: &Profile, out: &mut dyn Write) -> io::Result<()> {
+    write_records(profile, Layout::native(), Records::Adjusted, out)
+}
+
+fn write_records(
+    profile: &Profile,
+    layout: Layout,
+    kind: Records,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let period_us = period_micros(profile);
     let mut buf: Vec<u8> = Vec::with_capacity(64 + profile.samples.len() * 16 * layout.slot_size());
     for slot in [0, 3, 0, period_us, 0] {
@@ -619,7 +674,7 @@ pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write)
         layout.put(&mut buf, sample.locations.len() as u64);
         for (i, &loc) in sample.locations.iter().enumerate() {
             let address = profile.location(loc).address;
-            let pc = if i == 0 {
+            let pc = if i == 0 || kind == Records::Adjusted {
                 address
             } else {
                 address.wrapping_add(1)
@@ -641,6 +696,9 @@ pub fn write_with_layout(profile: &Profile, layout: Layout, out: &mut dyn Write)
         layout.put(&mut buf, slot);
     }
     out.write_all(&buf)?;
+    if kind == Records::Adjusted {
+        return Ok(());
+    }
     let mut text = String::new();
     for m in &profile.mappings {
         text.push_str(&format_maps_line(m));

@@ -8,7 +8,8 @@
 //!
 //! Formats: [`gperftools`] (binary CPU profile), [`proto`] (pprof's
 //! profile.proto), [`gmon`] (gprof's gmon.out), [`dcpi`] (DCPI pdb
-//! 0.06/0.07 and its databases), [`collapsed`] (folded stacks).
+//! 0.06/0.07 and its databases), [`collapsed`] (folded stacks),
+//! [`symbolized`] (perl pprof's symbolized raw profile).
 //!
 //! [`merge`] sums several profiles into one.
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@ pub mod gperftools;
 pub mod merge;
 pub mod model;
 pub mod proto;
+pub mod symbolized;
 #[cfg(test)]
 mod testgen;
 
@@ -40,6 +42,9 @@ pub enum Format {
     Dcpi,
     /// Collapsed stacks (`root;...;leaf count` lines).
     Collapsed,
+    /// A symbolized raw profile (perl pprof `--raw`): symbols, then a
+    /// gperftools CPU profile.
+    Symbolized,
 }
 
 impl Format {
@@ -51,6 +56,7 @@ impl Format {
             Format::Gmon => "gmon.out",
             Format::Dcpi => "DCPI profile",
             Format::Collapsed => "collapsed stacks",
+            Format::Symbolized => "symbolized raw profile",
         }
     }
 }
@@ -136,6 +142,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if proto::sniff(data) {
         return Some(Format::Pprof);
     }
+    if symbolized::sniff(data) {
+        return Some(Format::Symbolized);
+    }
     if collapsed::sniff(data) {
         return Some(Format::Collapsed);
     }
@@ -153,7 +162,7 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
             return Err(ParseError::new(
                 "profile",
                 0,
-                "unrecognized content: expected a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile or collapsed stacks",
+                "unrecognized content: expected a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks",
             ))
         }
     };
@@ -172,6 +181,7 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
                 .map_err(|m| ParseError::new(Format::Dcpi.name(), 0, m))?
         }
         Format::Collapsed => collapsed::read(data)?,
+        Format::Symbolized => symbolized::read(data)?,
     };
     Ok((format, profile))
 }

@@ -128,3 +128,71 @@ pub fn resolve_dcpi_offsets(profile: &mut Profile, binaries: &[PathBuf]) {
         }
     }
 }
+
+/// Runtime → link-time address translation for the mappings of a profile:
+/// each mapped ELF file's `PT_LOAD` segments (file offset, size, link-time
+/// address), read once when the translator is built.
+#[derive(Clone, Debug, Default)]
+pub struct LinkAddresses {
+    /// Per mapping of the profile: its file's segments, empty when the
+    /// file could not be read.
+    segments: Vec<Vec<(u64, u64, u64)>>,
+}
+
+impl LinkAddresses {
+    /// Reads the segments of every mapped file of `profile` that exists.
+    pub fn new(profile: &Profile) -> LinkAddresses {
+        let segments = profile
+            .mappings
+            .iter()
+            .map(|m| {
+                if m.path.is_empty() || !m.path.starts_with('/') && !Path::new(&m.path).exists() {
+                    return Vec::new();
+                }
+                let Ok(data) = std::fs::read(&m.path) else {
+                    return Vec::new();
+                };
+                let Ok(file) = object::File::parse(&*data) else {
+                    return Vec::new();
+                };
+                file.segments()
+                    .map(|s| (s.file_range().0, s.file_range().1, s.address()))
+                    .collect()
+            })
+            .collect();
+        LinkAddresses { segments }
+    }
+
+    /// The link-time address of runtime `address` in `mapping`: the file
+    /// offset `address - start + offset` placed through the segment that
+    /// holds it. The runtime address itself when the mapping, its file or
+    /// the segment is unknown (profiles of link-time addresses, such as
+    /// gmon.out and DCPI, are unchanged).
+    pub fn link_address(
+        &self,
+        profile: &Profile,
+        mapping: Option<cpuprof_profile::MappingId>,
+        address: u64,
+    ) -> u64 {
+        let Some(id) = mapping else {
+            return address;
+        };
+        let (Some(m), Some(segments)) = (
+            profile.mappings.get(id.index()),
+            self.segments.get(id.index()),
+        ) else {
+            return address;
+        };
+        let Some(offset) = address
+            .checked_sub(m.start)
+            .and_then(|d| d.checked_add(m.offset))
+        else {
+            return address;
+        };
+        segments
+            .iter()
+            .find(|(file_offset, size, _)| *file_offset <= offset && offset - file_offset < *size)
+            .map(|(file_offset, _, vaddr)| offset - file_offset + vaddr)
+            .unwrap_or(address)
+    }
+}

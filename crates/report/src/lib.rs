@@ -16,9 +16,16 @@
 //! The annotated listings: [`listing`] (`--list`, source lines) and
 //! [`disasm`] (`--disasm`, instructions), with source files found by
 //! [`source::SourceFiles`].
+//!
+//! The stack and machine-readable outputs: [`collapsed`] (folded stacks),
+//! [`traces`] (every distinct stack), [`tree`] (callers and callees per
+//! node), [`json`] (the text report's rows), [`callgrind`] (KCachegrind),
+//! [`raw`] (perl pprof's symbolized raw profile).
 #![deny(missing_docs)]
 
 pub mod callgraph;
+pub mod callgrind;
+pub mod collapsed;
 pub mod dcpiprof;
 pub mod disasm;
 pub mod dot;
@@ -26,14 +33,18 @@ pub mod executable;
 pub mod flame;
 pub mod gprof;
 pub mod graph;
+pub mod json;
 pub mod layout;
 pub mod listing;
 pub mod names;
 pub mod options;
+pub mod raw;
 pub mod source;
 pub mod stacks;
 pub mod svg;
 pub mod text;
+pub mod traces;
+pub mod tree;
 
 pub use graph::{Edge, Graph, Node, NodeId};
 pub use options::{Granularity, Options};

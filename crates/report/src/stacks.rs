@@ -214,6 +214,25 @@ impl<'p> Stacks<'p> {
         kept.value
     }
 
+    /// Writes the locations of kept sample `i` (leaf first, without the
+    /// profiler's frames) into `locations`, and returns the profile's
+    /// sample (for all its values).
+    pub fn kept_sample(
+        &self,
+        i: usize,
+        locations: &mut Vec<LocationId>,
+    ) -> &'p cpuprof_profile::Sample {
+        let kept = self.samples[i];
+        let sample = &self.profile.samples[kept.sample as usize];
+        if kept.filtered {
+            self.filter(&sample.locations, locations);
+        } else {
+            locations.clear();
+            locations.extend_from_slice(&sample.locations);
+        }
+        sample
+    }
+
     /// Calls `f` with every kept sample's frames (leaf first) and value.
     pub fn for_each(&self, mut f: impl FnMut(&[FrameId], i64)) {
         let mut frames = Vec::with_capacity(256);

@@ -1,0 +1,645 @@
+//! The stack and machine-readable outputs of `cpuprof report` end to end
+//! (`--collapsed`, `--traces`, `--tree`, `--json`, `--callgrind`, `--raw`,
+//! `--symbols`, and `convert --to callgrind`), on profiles written by
+//! Debian's libprofiler.so for the spin workload built with gcc, checked
+//! against `--text`, google-pprof (perl) and callgrind_annotate.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::OnceLock;
+
+use cpuprof_testkit::{
+    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, TempDir,
+    TextReport,
+};
+
+fn cpuprof() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+}
+
+fn report(args: &[&str], inputs: &[&Path]) -> String {
+    let mut cmd = cpuprof();
+    cmd.arg("report").args(args).args(inputs);
+    run_stdout(&mut cmd)
+}
+
+/// spin (two threads) built with gcc, profiled twice (1 s and 0.5 s).
+struct Case {
+    dir: TempDir,
+    binary: PathBuf,
+    profile: PathBuf,
+    second: PathBuf,
+}
+
+impl Case {
+    fn inputs(&self) -> [&Path; 2] {
+        [self.binary.as_path(), self.profile.as_path()]
+    }
+}
+
+/// The case, built once per test binary (None when libprofiler is missing).
+fn case() -> Option<&'static Case> {
+    static CASE: OnceLock<Option<Case>> = OnceLock::new();
+    CASE.get_or_init(|| {
+        let lib = libprofiler()?;
+        let dir = TempDir::new().unwrap();
+        let (binary, _) = build_spin(dir.path(), "spin", &[]);
+        let profile = dir.path().join("spin.prof");
+        profile_with_libprofiler(&lib, &binary, &["-s", "1", "-t", "2"], &profile, 1000);
+        let second = dir.path().join("spin2.prof");
+        profile_with_libprofiler(&lib, &binary, &["-s", "0.5", "-t", "2"], &second, 1000);
+        Some(Case {
+            dir,
+            binary,
+            profile,
+            second,
+        })
+    })
+    .as_ref()
+}
+
+/// `stack count` lines summed per stack.
+fn parse_collapsed(text: &str) -> BTreeMap<String, i64> {
+    let mut stacks = BTreeMap::new();
+    for line in text.lines() {
+        let (stack, count) = line.rsplit_once(' ').expect("`stack count`");
+        *stacks.entry(stack.to_string()).or_insert(0) += count.parse::<i64>().unwrap();
+    }
+    stacks
+}
+
+/// Sums of collapsed stacks per leaf (the last frame).
+fn per_leaf(stacks: &BTreeMap<String, i64>) -> BTreeMap<String, i64> {
+    let mut leaves = BTreeMap::new();
+    for (stack, count) in stacks {
+        let leaf = stack.rsplit(';').next().unwrap();
+        *leaves.entry(leaf.to_string()).or_insert(0) += count;
+    }
+    leaves.retain(|_, v| *v != 0);
+    leaves
+}
+
+/// Flat values of a text report's rows, without the zero ones.
+fn text_flat(text: &TextReport) -> BTreeMap<String, i64> {
+    text.rows
+        .iter()
+        .filter(|r| r.flat != 0)
+        .map(|r| (r.name.clone(), r.flat))
+        .collect()
+}
+
+/// perl pprof's names as we print them: without the `<0000000000001850>`
+/// tag it appends to local symbols, and without `[inline]`.
+fn normalize_perl_name(name: &str) -> String {
+    let name = name.strip_suffix("[inline]").unwrap_or(name);
+    match name.len().checked_sub(18) {
+        Some(open)
+            if name.as_bytes()[open] == b'<'
+                && name.ends_with('>')
+                && name[open + 1..name.len() - 1]
+                    .bytes()
+                    .all(|b| b.is_ascii_hexdigit()) =>
+        {
+            name[..open].to_string()
+        }
+        _ => name.to_string(),
+    }
+}
+
+#[test]
+fn collapsed_equals_google_pprof_and_sums_to_the_text_report() {
+    let Some(case) = case() else { return };
+    let ours = report(&["--collapsed"], &case.inputs());
+    let stacks = parse_collapsed(&ours);
+    // Deterministic: sorted by frame names from the root, same bytes twice.
+    let lines: Vec<Vec<&str>> = ours
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().0.split(';').collect())
+        .collect();
+    assert!(lines.windows(2).all(|w| w[0] < w[1]), "not sorted");
+    assert_eq!(report(&["--collapsed"], &case.inputs()), ours);
+
+    let text = TextReport::parse(&report(&["--text"], &case.inputs()));
+    assert!(text.total > 100, "only {} samples", text.total);
+    assert_eq!(stacks.values().sum::<i64>(), text.total);
+    assert_eq!(per_leaf(&stacks), text_flat(&text));
+    // Inline frames are frames of their own.
+    assert!(
+        stacks.keys().any(|s| s.contains("burn_a;cpu_now")),
+        "{ours}"
+    );
+
+    if !require_tool("google-pprof") {
+        return;
+    }
+    let theirs = run_stdout(
+        Command::new("google-pprof")
+            .arg("--collapsed")
+            .args(case.inputs()),
+    );
+    let mut normalized: BTreeMap<String, i64> = BTreeMap::new();
+    for (stack, count) in parse_collapsed(&theirs) {
+        let names: Vec<String> = stack.split(';').map(normalize_perl_name).collect();
+        *normalized.entry(names.join(";")).or_insert(0) += count;
+    }
+    assert_eq!(stacks, normalized);
+}
+
+/// `--traces` blocks as collapsed stacks (root first).
+fn parse_traces(text: &str) -> (Vec<String>, BTreeMap<String, i64>) {
+    let mut header = Vec::new();
+    let mut stacks = BTreeMap::new();
+    let mut current: Option<(i64, Vec<String>)> = None;
+    let mut flush = |current: &mut Option<(i64, Vec<String>)>| {
+        if let Some((count, mut frames)) = current.take() {
+            frames.reverse();
+            *stacks.entry(frames.join(";")).or_insert(0) += count;
+        }
+    };
+    let mut in_header = true;
+    for line in text.lines() {
+        if line == cpuprof_separator() {
+            in_header = false;
+            flush(&mut current);
+            continue;
+        }
+        if in_header {
+            header.push(line.to_string());
+            continue;
+        }
+        let (value, name) = (line[..10].trim(), &line[13..]);
+        if value.is_empty() {
+            current.as_mut().unwrap().1.push(name.to_string());
+        } else {
+            current = Some((value.parse().unwrap(), vec![name.to_string()]));
+        }
+    }
+    flush(&mut current);
+    (header, stacks)
+}
+
+fn cpuprof_separator() -> &'static str {
+    "-----------+-------------------------------------------------------"
+}
+
+#[test]
+fn traces_per_stack_equal_collapsed() {
+    let Some(case) = case() else { return };
+    for granularity in ["--functions", "--lines"] {
+        let collapsed = parse_collapsed(&report(&["--collapsed", granularity], &case.inputs()));
+        let (header, traces) = parse_traces(&report(&["--traces", granularity], &case.inputs()));
+        assert_eq!(traces, collapsed, "{granularity}");
+        assert!(header.iter().any(|l| l.starts_with("File: ")), "{header:?}");
+        assert!(header.iter().any(|l| l == "Type: samples"), "{header:?}");
+        let total: i64 = collapsed.values().sum();
+        assert!(
+            header.contains(&format!("Total: {total} samples")),
+            "{header:?}"
+        );
+    }
+}
+
+#[test]
+fn json_rows_equal_text_rows() {
+    let Some(case) = case() else { return };
+    for args in [
+        &["--functions"][..],
+        &["--lines", "--cum", "--nodecount=7"][..],
+        &["--focus=burn_b", "--files"][..],
+    ] {
+        let text = TextReport::parse(&report(&[&["--text"], args].concat(), &case.inputs()));
+        let json: serde_json::Value =
+            serde_json::from_str(&report(&[&["--json"], args].concat(), &case.inputs())).unwrap();
+        assert_eq!(json["schema"], "cpuprof-report/1");
+        assert_eq!(json["total"].as_i64().unwrap(), text.total, "{args:?}");
+        assert_eq!(json["unit"], "samples");
+        assert_eq!(json["sample_type"]["type"], "samples");
+        let rows = json["rows"].as_array().unwrap();
+        assert_eq!(rows.len(), text.rows.len(), "{args:?}");
+        let text_lines: Vec<String> = report(&[&["--text"], args].concat(), &case.inputs())
+            .lines()
+            .skip(1)
+            .map(str::to_string)
+            .collect();
+        for ((row, t), line) in rows.iter().zip(&text.rows).zip(&text_lines) {
+            assert_eq!(row["name"].as_str().unwrap(), t.name);
+            assert_eq!(row["flat"].as_i64().unwrap(), t.flat);
+            assert_eq!(row["cum"].as_i64().unwrap(), t.cum);
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(
+                format!("{:.1}%", row["flat_percent"].as_f64().unwrap()),
+                fields[1]
+            );
+            assert_eq!(
+                format!("{:.1}%", row["cum_percent"].as_f64().unwrap()),
+                fields[4]
+            );
+        }
+    }
+}
+
+/// Self cost per `file:function` as callgrind_annotate prints it.
+fn callgrind_annotate(file: &Path) -> (i64, BTreeMap<String, i64>) {
+    let out = run_stdout(
+        Command::new("callgrind_annotate")
+            .arg("--threshold=100")
+            .arg("--auto=no")
+            .arg(file),
+    );
+    let mut total = 0;
+    let mut functions = BTreeMap::new();
+    for line in out.lines() {
+        let line = line.trim();
+        let Some((count, rest)) = line.split_once(' ') else {
+            continue;
+        };
+        let Ok(count) = count.replace(',', "").parse::<i64>() else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let name = rest
+            .split_once(")  ")
+            .map(|(_, n)| n)
+            .unwrap_or(rest)
+            .trim();
+        if name == "PROGRAM TOTALS" {
+            total = count;
+        } else if let Some((_, function)) = name.rsplit_once(':') {
+            *functions.entry(function.to_string()).or_insert(0) += count;
+        }
+    }
+    (total, functions)
+}
+
+#[test]
+fn callgrind_annotate_totals_equal_text_flat_and_convert_writes_the_same_bytes() {
+    let Some(case) = case() else { return };
+    let text = TextReport::parse(&report(&["--text"], &case.inputs()));
+    let dir = case.dir.path();
+    let out = dir.join("callgrind.out.spin");
+    run_stdout(
+        cpuprof()
+            .args(["report", "--callgrind", "-o"])
+            .arg(&out)
+            .args(case.inputs()),
+    );
+    let bytes = std::fs::read(&out).unwrap();
+    assert!(bytes.starts_with(b"# callgrind format\n"));
+    // -o writes what stdout gets.
+    assert_eq!(
+        report(&["--callgrind"], &case.inputs()).as_bytes(),
+        &bytes[..]
+    );
+    let converted = dir.join("converted.callgrind");
+    run_stdout(
+        cpuprof()
+            .arg("convert")
+            .args(case.inputs())
+            .arg("-o")
+            .arg(&converted)
+            .args(["--to", "callgrind"]),
+    );
+    assert_eq!(std::fs::read(&converted).unwrap(), bytes);
+
+    if !require_tool("callgrind_annotate") {
+        return;
+    }
+    let (total, functions) = callgrind_annotate(&out);
+    assert_eq!(total, text.total);
+    // Unsymbolized frames are named by their address in both.
+    assert_eq!(functions, text_flat(&text));
+
+    // Addresses as positions: the same per-function totals, and the
+    // positions are link-time addresses (inside the PIE's first pages).
+    let by_address = dir.join("callgrind.addresses");
+    run_stdout(
+        cpuprof()
+            .args(["report", "--callgrind", "--addresses", "-o"])
+            .arg(&by_address)
+            .args(case.inputs()),
+    );
+    let text = std::fs::read_to_string(&by_address).unwrap();
+    assert!(text.contains("\npositions: instr\n"));
+    let burn_a = text
+        .split("\n\n")
+        .find(|block| block.contains(") burn_a\n"))
+        .expect("a burn_a block");
+    let first_cost = burn_a
+        .lines()
+        .find(|l| l.starts_with("0x"))
+        .expect("a cost line");
+    let address = u64::from_str_radix(
+        first_cost
+            .split(' ')
+            .next()
+            .unwrap()
+            .trim_start_matches("0x"),
+        16,
+    )
+    .unwrap();
+    assert!(address < 0x10000, "not a link-time address: {first_cost}");
+    let (total2, functions2) = callgrind_annotate(&by_address);
+    assert_eq!(total2, total);
+    assert_eq!(functions2, functions);
+}
+
+#[test]
+fn tree_nodes_equal_text_and_callers_add_up_to_cum() {
+    let Some(case) = case() else { return };
+    let text = TextReport::parse(&report(&["--text"], &case.inputs()));
+    let tree = report(&["--tree"], &case.inputs());
+    let separator = "----------------------------------------------------------+-------------";
+    let blocks: Vec<&str> = tree.split(&format!("{separator}\n")).skip(2).collect();
+    let mut seen = 0;
+    for block in blocks {
+        if block.is_empty() {
+            continue;
+        }
+        let lines: Vec<&str> = block.lines().collect();
+        let node = lines
+            .iter()
+            .position(|l| l.contains("                | "))
+            .unwrap_or_else(|| panic!("no node line in {block}"));
+        let (numbers, name) = lines[node].split_once("                | ").unwrap();
+        let fields: Vec<&str> = numbers.split_whitespace().collect();
+        let row = text
+            .row(name)
+            .unwrap_or_else(|| panic!("{name} not in --text"));
+        assert_eq!(fields[0].parse::<i64>().unwrap(), row.flat, "{name}");
+        assert_eq!(fields[3].parse::<i64>().unwrap(), row.cum, "{name}");
+        let weight = |l: &&str| l.split_whitespace().next().unwrap().parse::<i64>().unwrap();
+        let callers: Vec<&str> = lines[..node].to_vec();
+        let from_callers: i64 = callers.iter().map(weight).sum();
+        let recursive = callers.iter().any(|l| l.ends_with(&format!("|   {name}")));
+        if !callers.is_empty() && !recursive {
+            assert_eq!(from_callers, row.cum, "{name}: callers vs cum");
+        }
+        seen += 1;
+    }
+    assert_eq!(seen, text.rows.len());
+    let three = report(&["--tree", "--nodecount=3"], &case.inputs());
+    let nodes = three
+        .lines()
+        .filter(|l| l.contains("                | "))
+        .count();
+    assert_eq!(nodes, 3, "{three}");
+}
+
+#[test]
+fn raw_round_trip_without_the_binary_and_with_google_pprof() {
+    let Some(case) = case() else { return };
+    let dir = case.dir.path();
+    let raw = dir.join("spin.raw");
+    run_stdout(
+        cpuprof()
+            .args(["report", "--raw", "-o"])
+            .arg(&raw)
+            .args(case.inputs()),
+    );
+    let data = std::fs::read(&raw).unwrap();
+    assert!(data.starts_with(b"--- symbol\nbinary="));
+    let original = report(&["--text"], &case.inputs());
+    // The binary is not needed: move it away.
+    let moved = dir.join("raw-only");
+    std::fs::create_dir_all(&moved).unwrap();
+    let copy = moved.join("spin.raw");
+    std::fs::copy(&raw, &copy).unwrap();
+    assert_eq!(report(&["--text"], &[&copy]), original);
+    assert_eq!(
+        report(&["--collapsed"], &[&copy]),
+        report(&["--collapsed"], &case.inputs())
+    );
+    // Written again, the raw profile is the same bytes.
+    let again = moved.join("again.raw");
+    run_stdout(
+        cpuprof()
+            .args(["report", "--raw", "-o"])
+            .arg(&again)
+            .arg(&copy),
+    );
+    assert!(
+        std::fs::read(&again).unwrap() == data,
+        "the raw profile of a raw profile differs"
+    );
+
+    if !require_tool("google-pprof") {
+        return;
+    }
+    // google-pprof reads ours as its own, and we read its --raw.
+    let theirs_of_ours = run_stdout(Command::new("google-pprof").arg("--text").arg(&copy));
+    let theirs_of_original = run_stdout(
+        Command::new("google-pprof")
+            .arg("--text")
+            .args(case.inputs()),
+    );
+    assert_eq!(
+        TextReport::parse(&theirs_of_ours),
+        TextReport::parse(&theirs_of_original)
+    );
+    let perl_raw = dir.join("perl.raw");
+    let out = Command::new("google-pprof")
+        .arg("--raw")
+        .args(case.inputs())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    std::fs::write(&perl_raw, &out.stdout).unwrap();
+    assert_eq!(report(&["--text"], &[&perl_raw]), original);
+}
+
+/// Link-time addresses inside the functions of spin, from nm.
+fn spin_function_addresses(binary: &Path) -> Vec<u64> {
+    let nm = run_stdout(Command::new("nm").arg(binary));
+    let mut addresses = Vec::new();
+    for line in nm.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        if fields.len() == 3
+            && ["T", "t"].contains(&fields[1])
+            && ["burn_a", "burn_b", "burn_c", "work", "recurse", "main"].contains(&fields[2])
+        {
+            let start = u64::from_str_radix(fields[0], 16).unwrap();
+            addresses.extend([start, start + 4]);
+        }
+    }
+    assert_eq!(addresses.len(), 12, "{nm}");
+    addresses
+}
+
+#[test]
+fn symbols_equal_google_pprof_symbols() {
+    let Some(case) = case() else { return };
+    let addresses = spin_function_addresses(&case.binary);
+    let input: String = addresses.iter().map(|a| format!("{a:#x}\n")).collect();
+    let run = |cmd: &mut Command, input: &str| -> String {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let ours = run(
+        cpuprof().args(["report", "--symbols"]).arg(&case.binary),
+        &input,
+    );
+    assert_eq!(ours.lines().count(), addresses.len());
+    // Several addresses on one line give one name each, in order.
+    let joined: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
+    let one_line = run(
+        cpuprof().args(["report", "--symbols"]).arg(&case.binary),
+        &format!("{}\n", joined.join(" ")),
+    );
+    assert_eq!(one_line, ours);
+    // Unknown addresses print ??.
+    let unknown = run(
+        cpuprof().args(["report", "--symbols"]).arg(&case.binary),
+        "0xffffffff0\n",
+    );
+    assert_eq!(unknown, "??\n");
+
+    if !require_tool("google-pprof") {
+        return;
+    }
+    let theirs = run(
+        Command::new("google-pprof")
+            .arg("--symbols")
+            .arg(&case.binary),
+        &input,
+    );
+    assert_eq!(ours, theirs);
+
+    // With /proc/maps lines the addresses are runtime ones: the PIE loaded
+    // at 0x555555554000 (its file mapped from offset 0).
+    let base = 0x5555_5555_4000u64;
+    let path = case.binary.display();
+    let mut maps = format!(
+        "{base:x}-{:x} r--p 00000000 08:01 1 {path}\n{:x}-{:x} r-xp 00001000 08:01 1 {path}\n",
+        base + 0x1000,
+        base + 0x1000,
+        base + 0x10000,
+    );
+    for a in &addresses {
+        maps.push_str(&format!("{:#x}\n", a + base));
+    }
+    let ours_mapped = run(
+        cpuprof().args(["report", "--symbols"]).arg(&case.binary),
+        &maps,
+    );
+    assert_eq!(ours_mapped, ours);
+    let theirs_mapped = run(
+        Command::new("google-pprof")
+            .arg("--symbols")
+            .arg(&case.binary),
+        &maps,
+    );
+    assert_eq!(ours_mapped, theirs_mapped);
+}
+
+/// The outputs summed over two profiles, with --focus, with --base, and
+/// at every granularity agree with --text run the same way.
+#[test]
+fn every_output_respects_granularity_focus_sum_and_base() {
+    let Some(case) = case() else { return };
+    let both = [
+        case.binary.as_path(),
+        case.profile.as_path(),
+        case.second.as_path(),
+    ];
+    let base = format!("--base={}", case.second.display());
+    let runs: Vec<(Vec<&str>, Vec<&Path>)> = vec![
+        (vec!["--lines"], case.inputs().to_vec()),
+        (vec!["--addresses"], case.inputs().to_vec()),
+        (vec!["--files"], case.inputs().to_vec()),
+        (vec!["--focus=burn_b|burn_c"], case.inputs().to_vec()),
+        (vec!["--ignore=thread_main"], case.inputs().to_vec()),
+        (vec![], both.to_vec()),
+        (vec![base.as_str()], case.inputs().to_vec()),
+    ];
+    for (args, inputs) in runs {
+        let text = TextReport::parse(&report(&[&["--text"], &args[..]].concat(), &inputs));
+        let collapsed = parse_collapsed(&report(&[&["--collapsed"], &args[..]].concat(), &inputs));
+        assert_eq!(per_leaf(&collapsed), text_flat(&text), "{args:?}");
+        let (_, traces) = parse_traces(&report(&[&["--traces"], &args[..]].concat(), &inputs));
+        assert_eq!(traces, collapsed, "{args:?}");
+        let json: serde_json::Value =
+            serde_json::from_str(&report(&[&["--json"], &args[..]].concat(), &inputs)).unwrap();
+        assert_eq!(
+            json["rows"].as_array().unwrap().len(),
+            text.rows.len(),
+            "{args:?}"
+        );
+        let tree = report(&[&["--tree"], &args[..]].concat(), &inputs);
+        assert_eq!(
+            tree.lines()
+                .filter(|l| l.contains("                | "))
+                .count(),
+            text.rows.len(),
+            "{args:?}"
+        );
+        let callgrind = report(&[&["--callgrind"], &args[..]].concat(), &inputs);
+        let summary: i64 = text.rows.iter().map(|r| r.flat).sum();
+        assert!(
+            callgrind.contains(&format!("\nsummary: {summary}\n")),
+            "{args:?}"
+        );
+    }
+    // --cum orders the tree and json like the text report.
+    let text = TextReport::parse(&report(&["--text", "--cum"], &case.inputs()));
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&["--json", "--cum"], &case.inputs())).unwrap();
+    let names: Vec<&str> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["name"].as_str().unwrap())
+        .collect();
+    let text_names: Vec<&str> = text.rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, text_names);
+}
+
+/// Profiles without call stacks (a DCPI database: leaf addresses only):
+/// every output prints what it can — one-frame stacks, no calls.
+#[test]
+fn flat_profiles_do_not_break_the_outputs() {
+    let Some(case) = case() else { return };
+    let db = case.dir.path().join("dcpidb");
+    run_stdout(
+        cpuprof()
+            .arg("convert")
+            .args(case.inputs())
+            .arg("-o")
+            .arg(&db)
+            .args(["--to", "dcpi"]),
+    );
+    let inputs = [case.binary.as_path(), db.as_path()];
+    let text = TextReport::parse(&report(&["--text"], &inputs));
+    assert!(text.total > 0);
+    let collapsed = parse_collapsed(&report(&["--collapsed"], &inputs));
+    assert!(collapsed.keys().all(|s| !s.contains(';')), "{collapsed:?}");
+    assert_eq!(per_leaf(&collapsed), text_flat(&text));
+    let (_, traces) = parse_traces(&report(&["--traces"], &inputs));
+    assert_eq!(traces, collapsed);
+    let callgrind = report(&["--callgrind"], &inputs);
+    assert!(!callgrind.contains("calls="), "{callgrind}");
+    for output in ["--tree", "--json", "--raw"] {
+        let mut cmd = cpuprof();
+        cmd.args(["report", output]).args(inputs);
+        run_stdout(&mut cmd);
+    }
+}

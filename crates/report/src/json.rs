@@ -1,0 +1,124 @@
+//! `--json`: the text report's totals and rows as one JSON object, for
+//! scripts and CI gates. Schema `cpuprof-report/1`:
+//!
+//! ```json
+//! {"schema":"cpuprof-report/1","total":491,"shown_total":491,
+//!  "unit":"samples","sample_type":{"type":"samples","unit":"count"},
+//!  "granularity":"functions",
+//!  "rows":[{"name":"burn_a","file":"/src/spin.c","flat":280,
+//!           "flat_percent":57.0,"cum":284,"cum_percent":57.8}]}
+//! ```
+//!
+//! `total` is the `Total:` of `--text` (every sample, before `--focus` and
+//! `--ignore`); `shown_total` is what the percentages are relative to (the
+//! kept samples). Rows are `--text`'s rows in its order (`--cum`,
+//! `--nodecount` apply); percentages are the values `--text` prints
+//! (rounded to 0.1), or null when the total is zero.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use crate::graph::Graph;
+use crate::options::{Granularity, Options};
+use crate::stacks::Stacks;
+use crate::text::{percent_base, rows, unit_word};
+
+/// The schema name written in every report.
+pub const SCHEMA: &str = "cpuprof-report/1";
+
+/// Writes the JSON report (one line, then a newline).
+pub fn write(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+) -> io::Result<()> {
+    let shown_total = percent_base(graph);
+    let mut s = String::with_capacity(4096);
+    s.push_str("{\"schema\":");
+    string(&mut s, SCHEMA);
+    let _ = write!(
+        s,
+        ",\"total\":{},\"shown_total\":{shown_total},\"unit\":",
+        stacks.grand_total
+    );
+    string(&mut s, &unit_word(stacks));
+    s.push_str(",\"sample_type\":{\"type\":");
+    string(&mut s, &stacks.sample_type.kind);
+    s.push_str(",\"unit\":");
+    string(&mut s, &stacks.sample_type.unit);
+    s.push_str("},\"granularity\":");
+    string(&mut s, granularity_name(stacks.granularity));
+    s.push_str(",\"rows\":[");
+    for (i, row) in rows(stacks, graph, options).iter().enumerate() {
+        if i > 0 {
+            s.push(',');
+        }
+        let frame = stacks.frame(row.frame);
+        s.push_str("{\"name\":");
+        string(&mut s, &frame.name);
+        s.push_str(",\"file\":");
+        string(&mut s, &frame.file);
+        let _ = write!(s, ",\"flat\":{},\"flat_percent\":", row.flat);
+        percent(&mut s, row.flat, shown_total);
+        let _ = write!(s, ",\"cum\":{},\"cum_percent\":", row.cum);
+        percent(&mut s, row.cum, shown_total);
+        s.push('}');
+    }
+    s.push_str("]}\n");
+    out.write_all(s.as_bytes())
+}
+
+/// The granularity as the flag names it.
+pub fn granularity_name(granularity: Granularity) -> &'static str {
+    match granularity {
+        Granularity::Functions => "functions",
+        Granularity::Lines => "lines",
+        Granularity::Addresses => "addresses",
+        Granularity::Files => "files",
+    }
+}
+
+/// `value` as a percentage of `total` rounded as `--text` prints it, or
+/// `null` of a zero total.
+fn percent(s: &mut String, value: i64, total: i64) {
+    if total == 0 {
+        s.push_str("null");
+        return;
+    }
+    let text = crate::text::percent(value, total);
+    let number = text.trim_end_matches('%');
+    // `-0.0` is valid JSON, and so is every `%.1f` of a finite value.
+    s.push_str(number);
+}
+
+/// A JSON string literal.
+fn string(s: &mut String, text: &str) {
+    s.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => s.push_str("\\\""),
+            '\\' => s.push_str("\\\\"),
+            '\n' => s.push_str("\\n"),
+            '\r' => s.push_str("\\r"),
+            '\t' => s.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
+            c => s.push(c),
+        }
+    }
+    s.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::string;
+
+    #[test]
+    fn strings_are_escaped() {
+        let mut s = String::new();
+        string(&mut s, "a\"b\\c\nd\u{1}é");
+        assert_eq!(s, "\"a\\\"b\\\\c\\nd\\u0001é\"");
+    }
+}

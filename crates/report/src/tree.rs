@@ -1,0 +1,188 @@
+//! `--tree`: each node with its callers and callees, as Go pprof's `-tree`
+//! prints it. Per node, after a separator line: its callers (the edge
+//! weight and its share of the node's cum, `%50s %s |   caller`), the node
+//! itself (`flat flat% sum% cum cum%` and `| name`), then its callees (the
+//! edge weight and its share of the node's cum).
+//!
+//! ```text
+//! ----------------------------------------------------------+-------------
+//!       flat  flat%   sum%        cum   cum%   calls calls% + context
+//! ----------------------------------------------------------+-------------
+//!                                                284   100% |   recurse
+//!        280 57.03% 57.03%        284 57.84%                | burn_a
+//!                                                  4  1.41% |   cpu_now
+//! ```
+//!
+//! Nodes come in `--text`'s order (`--cum` and `--nodecount` apply); only
+//! edges between shown nodes are listed. Percentages follow Go pprof's
+//! `measurement.Percentage`: `100%` within 0.05 of a hundred, `%5.2f%%`
+//! from 1%, `%5.2g%%` below.
+
+use std::fmt::Write as _;
+use std::io::{self, Write};
+
+use rustc_hash::FxHashMap;
+
+use crate::graph::{Edge, Graph};
+use crate::options::Options;
+use crate::stacks::{FrameId, Stacks};
+use crate::text::{percent_base, rows, unit_word};
+
+/// The separator line between nodes.
+pub const SEPARATOR: &str =
+    "----------------------------------------------------------+-------------";
+
+/// The column legend under the first separator.
+pub const LEGEND: &str = "      flat  flat%   sum%        cum   cum%   calls calls% + context";
+
+/// Writes the tree report.
+pub fn write(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+) -> io::Result<()> {
+    let total = percent_base(graph);
+    let rows = rows(stacks, graph, options);
+    let shown: FxHashMap<FrameId, ()> = rows.iter().map(|r| (r.frame, ())).collect();
+    let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
+    let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
+    // Graph edges are sorted by weight (largest first), then ids.
+    for edge in &graph.edges {
+        if !shown.contains_key(&edge.caller) || !shown.contains_key(&edge.callee) {
+            continue;
+        }
+        callers.entry(edge.callee).or_default().push(edge);
+        callees.entry(edge.caller).or_default().push(edge);
+    }
+    let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
+    writeln!(
+        out,
+        "Showing nodes accounting for {shown_flat}, {} of {total} {} total",
+        percentage(shown_flat, total).trim_start(),
+        unit_word(stacks)
+    )?;
+    writeln!(out, "{SEPARATOR}")?;
+    writeln!(out, "{LEGEND}")?;
+    let name = |id: FrameId| stacks.frame(id).name.as_str();
+    // Lines are built in a buffer: a big profile has millions of edges.
+    let mut s = String::with_capacity(1 << 16);
+    let mut sum = 0i64;
+    for row in &rows {
+        s.push_str(SEPARATOR);
+        s.push('\n');
+        for edge in callers.get(&row.frame).into_iter().flatten() {
+            edge_line(&mut s, edge.weight, row.cum, name(edge.caller));
+        }
+        sum += row.flat;
+        let _ = writeln!(
+            s,
+            "{:>10} {} {} {:>10} {}                | {}",
+            row.flat,
+            Percentage(row.flat, total),
+            Percentage(sum, total),
+            row.cum,
+            Percentage(row.cum, total),
+            name(row.frame)
+        );
+        for edge in callees.get(&row.frame).into_iter().flatten() {
+            edge_line(&mut s, edge.weight, row.cum, name(edge.callee));
+        }
+        if s.len() > 1 << 16 {
+            out.write_all(s.as_bytes())?;
+            s.clear();
+        }
+    }
+    if !rows.is_empty() {
+        s.push_str(SEPARATOR);
+        s.push('\n');
+    }
+    out.write_all(s.as_bytes())
+}
+
+/// `%50s %s |   %s` of an edge: its weight, its share of the node's cum,
+/// the other end. Padded by hand: `{:>50}` pads one character at a time,
+/// and a big profile has millions of edges.
+fn edge_line(s: &mut String, weight: i64, cum: i64, name: &str) {
+    const BLANKS: &str = "                                                  ";
+    let digits = weight.to_string();
+    s.push_str(&BLANKS[..BLANKS.len().saturating_sub(digits.len())]);
+    s.push_str(&digits);
+    s.push(' ');
+    let _ = write!(s, "{}", Percentage(weight, cum));
+    s.push_str(" |   ");
+    s.push_str(name);
+    s.push('\n');
+}
+
+/// [`percentage`] as a `Display`, for formatting in place.
+struct Percentage(i64, i64);
+
+impl std::fmt::Display for Percentage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ratio = ratio(self.0, self.1);
+        if (99.95..=100.05).contains(&ratio) {
+            f.write_str("  100%")
+        } else if ratio >= 1.0 {
+            write!(f, "{ratio:5.2}%")
+        } else {
+            write!(f, "{:>5}%", go_g2(ratio))
+        }
+    }
+}
+
+fn ratio(value: i64, total: i64) -> f64 {
+    if total != 0 {
+        (value as f64 / total as f64).abs() * 100.0
+    } else {
+        0.0
+    }
+}
+
+/// A percentage as Go pprof's `measurement.Percentage` prints it.
+pub fn percentage(value: i64, total: i64) -> String {
+    Percentage(value, total).to_string()
+}
+
+/// Go's `%.2g` of a non-negative value below 1: two significant digits,
+/// without trailing zeros (`0`, `0.5`, `0.012`, `1e-05`).
+fn go_g2(x: f64) -> String {
+    if x == 0.0 {
+        return "0".to_string();
+    }
+    let exponent = x.log10().floor() as i32;
+    // Round to two significant digits first: the exponent may move.
+    let scale = 10f64.powi(1 - exponent);
+    let rounded = (x * scale).round() / scale;
+    let exponent = rounded.log10().floor() as i32;
+    if exponent < -4 {
+        let mantissa = rounded / 10f64.powi(exponent);
+        let m = format!("{mantissa:.1}");
+        let m = m.trim_end_matches('0').trim_end_matches('.');
+        return format!("{m}e-{:02}", -exponent);
+    }
+    let decimals = (1 - exponent).max(0) as usize;
+    let s = format!("{rounded:.decimals$}");
+    if s.contains('.') {
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percentage;
+
+    #[test]
+    fn percentages_as_go_prints_them() {
+        assert_eq!(percentage(1, 1), "  100%");
+        assert_eq!(percentage(57, 100), "57.00%");
+        assert_eq!(percentage(5, 1000), "  0.5%");
+        assert_eq!(percentage(12, 100_000), "0.012%");
+        assert_eq!(percentage(0, 10), "    0%");
+        assert_eq!(percentage(3, 0), "    0%");
+        assert_eq!(percentage(1, 3), "33.33%");
+        assert_eq!(percentage(1, 10_000_000), "1e-05%");
+    }
+}
