@@ -550,6 +550,10 @@ fn flat_profiles_say_they_have_no_call_stacks() {
     assert!(!dot.contains(" -> "), "no edges in a flat profile:\n{dot}");
     let (flame, _) = run(&["--flame"]);
     assert!(flame.contains(note), "the flame graph's title says it");
+    for output in ["--tree", "--callgrind"] {
+        let (_, stderr) = run(&[output]);
+        assert!(stderr.contains(note), "{output}: {stderr}");
+    }
     let (arcs, stderr) = run(&["--dot", "--sample_index=calls"]);
     assert!(!stderr.contains("note:"), "{stderr}");
     assert!(arcs.contains(" -> "), "gprof's arcs are edges:\n{arcs}");
