@@ -727,7 +727,11 @@ fn symbols_report(args: &Args) -> Result<i32> {
     let mut input = String::new();
     io::Read::read_to_string(&mut io::stdin().lock(), &mut input)
         .context("--symbols: standard input is not text")?;
-    let (mappings, addresses) = parse_symbols_input(&input)?;
+    let cpuprof_profile::addresses::AddressList {
+        mappings,
+        addresses,
+    } = cpuprof_profile::addresses::parse(&input)
+        .map_err(|e| anyhow::anyhow!("--symbols: standard input {e}"))?;
     let mut builder = cpuprof_profile::ProfileBuilder::new(vec![cpuprof_profile::ValueType::new(
         "samples", "count",
     )]);
@@ -756,43 +760,4 @@ fn symbols_report(args: &Args) -> Result<i32> {
     }
     out.flush()?;
     Ok(0)
-}
-
-/// The mappings (`/proc/maps` lines) and addresses (`0x` words) of
-/// `--symbols` input; any other non-blank line is an error.
-fn parse_symbols_input(input: &str) -> Result<(Vec<cpuprof_profile::Mapping>, Vec<u64>)> {
-    let mut mappings = Vec::new();
-    let mut addresses = Vec::new();
-    for (n, line) in input.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.trim().is_empty() {
-            continue;
-        }
-        if let Some(mapping) = cpuprof_profile::gperftools::parse_maps_line(line) {
-            mappings.push(mapping);
-            continue;
-        }
-        let before = addresses.len();
-        for word in line.split(|c: char| c.is_whitespace() || c == ',' || c == '+') {
-            let Some(hex) = word.strip_prefix("0x").or_else(|| word.strip_prefix("0X")) else {
-                continue;
-            };
-            let address = u64::from_str_radix(hex, 16).map_err(|_| {
-                anyhow::anyhow!(
-                    "--symbols: standard input line {}: `{}`: expected a hex address of at most 16 digits",
-                    n + 1,
-                    word.chars().take(40).collect::<String>()
-                )
-            })?;
-            addresses.push(address);
-        }
-        if addresses.len() == before {
-            bail!(
-                "--symbols: standard input line {}: expected hex addresses (0x...) or a /proc/maps line, got `{}`",
-                n + 1,
-                line.chars().take(60).collect::<String>()
-            );
-        }
-    }
-    Ok((mappings, addresses))
 }

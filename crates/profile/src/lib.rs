@@ -14,6 +14,7 @@
 //! [`merge`] sums several profiles into one.
 #![deny(missing_docs)]
 
+pub mod addresses;
 pub mod collapsed;
 pub mod dcpi;
 pub mod error;
