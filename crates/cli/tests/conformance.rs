@@ -153,6 +153,7 @@ fn assert_conforms(
     // perl rows grouped by the row of ours they are: perl may split one
     // function over two names (its nm name and addr2line's unqualified one).
     let mut groups: HashMap<usize, Vec<&TextRow>> = HashMap::new();
+    let mut vdso_flat = 0;
     for row in &theirs.rows {
         let name = match row.name.strip_suffix(" (inline)") {
             Some(_) if !inline_rows => continue,
@@ -185,11 +186,25 @@ fn assert_conforms(
             {
                 // several of our functions have this perl name
             }
+            // perl cannot read the vDSO (no file): its addresses stay
+            // bare; we name them from this machine's vDSO. Compared below.
+            None if cpuprof_testkit::vdso_frame(name) == "[vdso]" => vdso_flat += row.flat,
             None => failures.push(format!(
                 "{name}: google-pprof flat {} cum {}, missing from cpuprof",
                 row.flat, row.cum
             )),
         }
+    }
+    let our_vdso_flat: i64 = all_ours
+        .rows
+        .iter()
+        .filter(|r| cpuprof_testkit::vdso_frame(&r.name) == "[vdso]")
+        .map(|r| r.flat)
+        .sum();
+    if vdso_flat != our_vdso_flat {
+        failures.push(format!(
+            "google-pprof's bare addresses (the vDSO) flat {vdso_flat}, cpuprof's __vdso_ functions flat {our_vdso_flat}"
+        ));
     }
     let mut compared = 0;
     for (i, rows) in &groups {
@@ -488,7 +503,7 @@ fn cxx_names() {
         let aliases = Aliases::for_profile(&case.profile);
         assert!(go.len() >= 10, "Go pprof printed {} rows", go.len());
         // Go pprof names an unsymbolizable address by its mapping
-        // (`[vdso]`); we print the address, as perl pprof does.
+        // (`[vdso]`); we name its functions from this machine's vDSO.
         for row in go.iter().filter(|r| !r.name.starts_with('[')) {
             let r = ours
                 .row(&row.name)

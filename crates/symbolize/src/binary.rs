@@ -468,6 +468,11 @@ impl Binary {
         (offset - segment.file_offset).checked_add(segment.address)
     }
 
+    /// The size of the ELF image in bytes.
+    pub(crate) fn image_size(&self) -> u64 {
+        self.data.len() as u64
+    }
+
     /// The runtime address of `file_address` in `mapping`, if the mapping
     /// covers it.
     pub fn file_to_runtime(&self, mapping: &Mapping, file_address: u64) -> Option<u64> {

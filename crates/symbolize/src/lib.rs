@@ -26,6 +26,7 @@ mod crc32;
 mod debugfile;
 pub mod demangle;
 mod symbolizer;
+mod vdso;
 
 use std::fmt;
 use std::path::PathBuf;

@@ -226,6 +226,14 @@ impl Symbolizer {
             }
         }
 
+        // The vDSO has no file: this process's names a profile recorded
+        // on this machine (same kernel, same image size).
+        for (t, mapping) in profile.mappings.iter().enumerate() {
+            if sources[t].is_none() && !pending[t].is_empty() {
+                sources[t] = crate::vdso::for_mapping(mapping, &self.options);
+            }
+        }
+
         // Batches: the addresses of each binary, as file addresses.
         let mut batches: Vec<Batch> = Vec::new();
         let mut batch_of: FxHashMap<*const Binary, usize> = FxHashMap::default();

@@ -537,3 +537,54 @@ fn addresses_outside_mapped_files_are_not_taken_as_link_time_addresses() {
     symbolize(&mut profile, &options);
     assert!(profile.locations[0].lines.is_empty());
 }
+
+/// The vDSO has no file: its addresses are named from this process's own
+/// vDSO (same kernel), checked against the symbol read from its image here
+/// with `object`; a `[vdso]` mapping of another size stays unsymbolized.
+#[test]
+fn vdso_addresses_are_named_from_this_process() {
+    use object::{Object, ObjectSymbol};
+    use std::io::{Read, Seek, SeekFrom};
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    let Some(line) = maps.lines().find(|l| l.ends_with("[vdso]")) else {
+        eprintln!("SKIPPED: this process has no vDSO");
+        return;
+    };
+    let range = line.split_whitespace().next().unwrap();
+    let (start, end) = range.split_once('-').unwrap();
+    let (start, end) = (
+        u64::from_str_radix(start, 16).unwrap(),
+        u64::from_str_radix(end, 16).unwrap(),
+    );
+    let mut image = vec![0u8; (end - start) as usize];
+    let mut memory = std::fs::File::open("/proc/self/mem").unwrap();
+    memory.seek(SeekFrom::Start(start)).unwrap();
+    memory.read_exact(&mut image).unwrap();
+    let elf = object::File::parse(&image[..]).unwrap();
+    let symbol = elf
+        .dynamic_symbols()
+        .find(|s| s.name() == Ok("__vdso_clock_gettime"))
+        .expect("the vDSO exports __vdso_clock_gettime");
+    let vdso = |limit: u64| Mapping {
+        start,
+        limit,
+        path: "[vdso]".into(),
+        perms: "r-xp".into(),
+        ..Mapping::default()
+    };
+    let address = start + symbol.address() + 1;
+    let mut profile = profile_with(&[vdso(end)], &[address]);
+    let warnings = symbolize(&mut profile, &Options::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let lines = &profile.locations[0].lines;
+    assert_eq!(lines.len(), 1);
+    let name = &profile.function(lines[0].function).name;
+    assert!(
+        name == "__vdso_clock_gettime" || name == "clock_gettime",
+        "{name}"
+    );
+    // Another kernel's vDSO (another size) is not this one.
+    let mut other = profile_with(&[vdso(end + 0x1000)], &[address]);
+    symbolize(&mut other, &Options::default());
+    assert!(other.locations[0].lines.is_empty());
+}

@@ -227,4 +227,45 @@ impl TextReport {
     pub fn row(&self, name: &str) -> Option<&TextRow> {
         self.rows.iter().find(|r| r.name == name)
     }
+
+    /// For comparing perl pprof's reports with ours: the vDSO's rows (perl
+    /// prints its addresses, we name its `__vdso_` functions) folded into
+    /// one `[vdso]` row, and the rows sorted by name.
+    pub fn vdso_folded(&self) -> TextReport {
+        let mut rows: Vec<TextRow> = Vec::new();
+        let mut vdso = TextRow {
+            flat: 0,
+            cum: 0,
+            name: "[vdso]".to_string(),
+        };
+        for row in &self.rows {
+            if vdso_frame(&row.name) == "[vdso]" {
+                vdso.flat += row.flat;
+                vdso.cum += row.cum;
+            } else {
+                rows.push(row.clone());
+            }
+        }
+        if vdso.flat != 0 || vdso.cum != 0 {
+            rows.push(vdso);
+        }
+        rows.sort_by(|a, b| a.name.cmp(&b.name));
+        TextReport {
+            total: self.total,
+            rows,
+        }
+    }
+}
+
+/// `[vdso]` for a frame of the vDSO as perl pprof or we print it (an
+/// address of 16 hex digits, with or without `0x`; a `__vdso_` function),
+/// else the name itself.
+pub fn vdso_frame(name: &str) -> &str {
+    let hex = name.strip_prefix("0x").unwrap_or(name);
+    let address = hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit());
+    if address || name.starts_with("__vdso_") {
+        "[vdso]"
+    } else {
+        name
+    }
 }
