@@ -55,13 +55,13 @@ pub struct Args {
     /// Sort by cumulative value instead of flat.
     #[arg(long)]
     pub cum: bool,
-    /// Show at most N rows or nodes.
+    /// Show at most N rows or nodes (--text: all; graphs and --tree: 80).
     #[arg(long, value_name = "N")]
     pub nodecount: Option<usize>,
-    /// Graphs: drop nodes whose cum is below this fraction of the total.
+    /// Graphs and --tree: drop nodes whose cum is below this fraction of the total.
     #[arg(long, value_name = "F", default_value_t = 0.005)]
     pub nodefraction: f64,
-    /// Graphs: drop edges whose weight is below this fraction of the total.
+    /// Graphs and --tree: drop edges whose weight is below this fraction of the total.
     #[arg(long, value_name = "F", default_value_t = 0.001)]
     pub edgefraction: f64,
     /// Graphs: keep at most N edges in and out of a node.
@@ -505,7 +505,7 @@ fn render(
         }
         Output::Tree => {
             flat_profile_note(cx);
-            let graph = Graph::build(stacks, true);
+            let graph = Graph::build(stacks, false);
             let mut out = output_file(cx.args.output_file.as_deref())?;
             cpuprof_report::tree::write(&mut out, stacks, &graph, cx.options)?;
             out.flush()?;

@@ -363,7 +363,10 @@ fn callgrind_annotate_totals_equal_text_flat_and_convert_writes_the_same_bytes()
 fn tree_nodes_equal_text_and_callers_add_up_to_cum() {
     let Some(case) = case() else { return };
     let text = TextReport::parse(&report(&["--text"], &case.inputs()));
-    let tree = report(&["--tree"], &case.inputs());
+    let tree = report(
+        &["--tree", "--nodefraction=0", "--edgefraction=0"],
+        &case.inputs(),
+    );
     let separator = "----------------------------------------------------------+-------------";
     let blocks: Vec<&str> = tree.split(&format!("{separator}\n")).skip(2).collect();
     let mut seen = 0;
@@ -603,7 +606,9 @@ fn every_output_respects_granularity_focus_sum_and_base() {
             text.rows.len(),
             "{args:?}"
         );
-        let tree = report(&[&["--tree"], &args[..]].concat(), &inputs);
+        // Every node: Go's trimming (0.5% of the total, 80 nodes) off.
+        let untrimmed = ["--tree", "--nodefraction=0", "--nodecount=1000000"];
+        let tree = report(&[&untrimmed[..], &args[..]].concat(), &inputs);
         assert_eq!(
             tree.lines()
                 .filter(|l| l.contains("                | "))
@@ -660,5 +665,53 @@ fn flat_profiles_do_not_break_the_outputs() {
         let mut cmd = cpuprof();
         cmd.args(["report", output]).args(inputs);
         run_stdout(&mut cmd);
+    }
+}
+
+/// `--tree` trims as Go pprof's `-tree` does by default (nodes under 0.5%
+/// of the total dropped, then 80 shown, cutoffs in fractions of a sample):
+/// on the same profile, the same share shown, the same number of nodes
+/// dropped and shown.
+#[test]
+fn tree_trims_as_go_pprof() {
+    let Some(case) = case() else { return };
+    if !require_tool("pprof") {
+        return;
+    }
+    let summary = |text: &str| -> (String, String, usize) {
+        let showing = text
+            .lines()
+            .find(|l| l.starts_with("Showing nodes accounting for"))
+            .unwrap_or_else(|| panic!("no summary line:\n{text}"));
+        let percent = showing.split(", ").nth(1).unwrap_or("").split(' ').next();
+        let dropped = text
+            .lines()
+            .find(|l| l.starts_with("Dropped ") && l.contains(" nodes "))
+            .and_then(|l| l.split(' ').nth(1))
+            .unwrap_or("0");
+        let nodes = text
+            .lines()
+            .filter(|l| l.contains("                | "))
+            .count();
+        (
+            percent.unwrap_or("").to_string(),
+            dropped.to_string(),
+            nodes,
+        )
+    };
+    for args in [&[][..], &["--nodecount=4"][..]] {
+        let ours = report(&[&["--tree"], args].concat(), &case.inputs());
+        let go_args: Vec<String> = args.iter().map(|a| a.replacen("--", "-", 1)).collect();
+        let go = run_stdout(
+            Command::new("pprof")
+                .arg("-tree")
+                .args(&go_args)
+                .args(case.inputs()),
+        );
+        assert_eq!(
+            summary(&ours),
+            summary(&go),
+            "{args:?}\nours:\n{ours}\nGo:\n{go}"
+        );
     }
 }

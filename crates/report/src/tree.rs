@@ -13,8 +13,10 @@
 //!                                                  4  1.41% |   cpu_now
 //! ```
 //!
-//! Nodes come in `--text`'s order (`--cum` and `--nodecount` apply); only
-//! edges between shown nodes are listed. Percentages follow Go pprof's
+//! Nodes are trimmed as Go pprof trims them (`--nodefraction`, 0.005;
+//! `--nodecount`, 80; `--edgefraction`, 0.001; see [`write`]) and come in
+//! `--text`'s order (`--cum` applies); only edges between shown nodes are
+//! listed. Percentages follow Go pprof's
 //! `measurement.Percentage`: `100%` within 0.05 of a hundred, `%5.2f%%`
 //! from 1%, `%5.2g%%` below.
 
@@ -23,6 +25,7 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
+use crate::callgraph::DEFAULT_NODECOUNT;
 use crate::graph::{Edge, Graph};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
@@ -35,7 +38,11 @@ pub const SEPARATOR: &str =
 /// The column legend under the first separator.
 pub const LEGEND: &str = "      flat  flat%   sum%        cum   cum%   calls calls% + context";
 
-/// Writes the tree report.
+/// Writes the tree report of the nodes Go pprof's `-tree` keeps: nodes
+/// whose |cum| is below `nodefraction` of the total are dropped, then the
+/// first `--nodecount` (default 80) in `--text`'s order are shown, with the
+/// edges between them whose |weight| reaches `edgefraction` of the total.
+/// `graph` needs no edges: those between the shown nodes are counted here.
 pub fn write(
     out: &mut dyn Write,
     stacks: &Stacks,
@@ -43,25 +50,48 @@ pub fn write(
     options: &Options,
 ) -> io::Result<()> {
     let total = percent_base(graph);
-    let rows = rows(stacks, graph, options);
-    let shown: FxHashMap<FrameId, ()> = rows.iter().map(|r| (r.frame, ())).collect();
+    // Go compares in the profile's finest unit (nanoseconds of CPU for a
+    // gperftools profile), so its cutoffs are fractions of a sample.
+    let node_cutoff = (total as f64 * options.nodefraction).abs();
+    let edge_cutoff = (total as f64 * options.edgefraction).abs();
+    let all = Options {
+        nodecount: None,
+        ..options.clone()
+    };
+    let mut rows = rows(stacks, graph, &all);
+    let before = rows.len();
+    rows.retain(|r| r.cum.abs() as f64 >= node_cutoff);
+    let dropped_nodes = before - rows.len();
+    let candidates = rows.len();
+    rows.truncate(options.nodecount.unwrap_or(DEFAULT_NODECOUNT));
+    let kept: Vec<FrameId> = rows.iter().map(|r| r.frame).collect();
+    let mut edges = Graph::edges_among(stacks, &kept);
+    // Go says nothing of these: its last trimming step finds none left.
+    edges.retain(|e| e.weight.abs() as f64 >= edge_cutoff);
     let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
     let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
-    // Graph edges are sorted by weight (largest first), then ids.
-    for edge in &graph.edges {
-        if !shown.contains_key(&edge.caller) || !shown.contains_key(&edge.callee) {
-            continue;
-        }
+    // Edges come sorted by weight (largest first), then ids.
+    for edge in &edges {
         callers.entry(edge.callee).or_default().push(edge);
         callees.entry(edge.caller).or_default().push(edge);
     }
+    let unit = unit_word(stacks);
     let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
     writeln!(
         out,
-        "Showing nodes accounting for {shown_flat}, {} of {total} {} total",
+        "Showing nodes accounting for {shown_flat}, {} of {total} {unit} total",
         percentage(shown_flat, total).trim_start(),
-        unit_word(stacks)
     )?;
+    if dropped_nodes > 0 {
+        writeln!(
+            out,
+            "Dropped {dropped_nodes} nodes (cum <= {})",
+            go_g4(node_cutoff)
+        )?;
+    }
+    if rows.len() < candidates {
+        writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
+    }
     writeln!(out, "{SEPARATOR}")?;
     writeln!(out, "{LEGEND}")?;
     let name = |id: FrameId| stacks.frame(id).name.as_str();
@@ -142,6 +172,13 @@ fn ratio(value: i64, total: i64) -> f64 {
 /// A percentage as Go pprof's `measurement.Percentage` prints it.
 pub fn percentage(value: i64, total: i64) -> String {
     Percentage(value, total).to_string()
+}
+
+/// A cutoff as Go prints a value: up to two decimals, trailing zeros
+/// dropped (`6.36`, `6`).
+fn go_g4(x: f64) -> String {
+    let s = format!("{x:.2}");
+    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// Go's `%.2g` of a non-negative value below 1: two significant digits,
