@@ -152,11 +152,14 @@ fn collapsed_equals_google_pprof_and_sums_to_the_text_report() {
     assert!(text.total > 100, "only {} samples", text.total);
     assert_eq!(stacks.values().sum::<i64>(), text.total);
     assert_eq!(per_leaf(&stacks), text_flat(&text));
-    // Inline frames are frames of their own.
-    assert!(
-        stacks.keys().any(|s| s.contains("burn_a;cpu_now")),
-        "{ours}"
-    );
+    // Inline frames are frames of their own (when a sample landed in the
+    // inlined cpu_now at all: it takes a few percent of the time).
+    if text.row("cpu_now").is_some_and(|r| r.cum > 0) {
+        assert!(
+            stacks.keys().any(|s| s.contains("burn_a;cpu_now")),
+            "{ours}"
+        );
+    }
 
     if !require_tool("google-pprof") {
         return;
