@@ -51,7 +51,11 @@ pub fn write(
 ) -> io::Result<()> {
     let total = percent_base(graph);
     // Go compares in the profile's finest unit (nanoseconds of CPU for a
-    // gperftools profile), so its cutoffs are fractions of a sample.
+    // gperftools profile), so its cutoffs are fractions of a sample; it
+    // truncates them to whole nanoseconds, which the slack stands for (so
+    // that a value exactly at the cutoff is kept whatever the rounding of
+    // `total * fraction`).
+    const SLACK: f64 = 1e-6;
     let node_cutoff = (total as f64 * options.nodefraction).abs();
     let edge_cutoff = (total as f64 * options.edgefraction).abs();
     let all = Options {
@@ -60,14 +64,14 @@ pub fn write(
     };
     let mut rows = rows(stacks, graph, &all);
     let before = rows.len();
-    rows.retain(|r| r.cum.abs() as f64 >= node_cutoff);
+    rows.retain(|r| r.cum.abs() as f64 + SLACK >= node_cutoff);
     let dropped_nodes = before - rows.len();
     let candidates = rows.len();
     rows.truncate(options.nodecount.unwrap_or(DEFAULT_NODECOUNT));
     let kept: Vec<FrameId> = rows.iter().map(|r| r.frame).collect();
     let mut edges = Graph::edges_among(stacks, &kept);
     // Go says nothing of these: its last trimming step finds none left.
-    edges.retain(|e| e.weight.abs() as f64 >= edge_cutoff);
+    edges.retain(|e| e.weight.abs() as f64 + SLACK >= edge_cutoff);
     let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
     let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
     // Edges come sorted by weight (largest first), then ids.
