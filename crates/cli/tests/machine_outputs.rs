@@ -719,7 +719,11 @@ fn flat_profiles_do_not_break_the_outputs() {
     let (_, traces) = parse_traces(&report(&["--traces"], &inputs));
     assert_eq!(traces, collapsed);
     let callgrind = report(&["--callgrind"], &inputs);
-    assert!(!callgrind.contains("calls="), "{callgrind}");
+    // No calls, but for an address in inlined code (the burn function
+    // calling the inlined cpu_now), when one was sampled.
+    if !text.row("cpu_now").is_some_and(|r| r.cum > 0) {
+        assert!(!callgrind.contains("calls="), "{callgrind}");
+    }
     for output in ["--tree", "--json", "--raw"] {
         let mut cmd = cpuprof();
         cmd.args(["report", output]).args(inputs);
