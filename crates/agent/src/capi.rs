@@ -175,7 +175,8 @@ pub unsafe extern "C" fn ProfilerGetStackTrace(
         return 0;
     };
     let mut stack = [0u64; MAX_DEPTH];
-    let depth = signal_path::unwind(sampler, pc, sp, bp, &mut stack);
+    let me = signal_path::Me::now(sampler);
+    let depth = signal_path::unwind(sampler, &me, pc, sp, bp, &mut stack);
     sampler.gate.leave(side);
     let skip = own_frames + skip_count.max(0) as usize;
     let frames = stack.get(skip.min(depth)..depth).unwrap_or(&[]);

@@ -401,8 +401,11 @@ pub(crate) extern "C" fn on_profiling_signal(
         let sampler = unsafe { &*sampler };
         if sampler.running.load(Ordering::Acquire) {
             sampler.stats.interrupts.fetch_add(1, Ordering::Relaxed);
-            if let Some(weight) = sample_weight(sampler, info) {
-                take_sample(sampler, ucontext, weight);
+            // Who we are, once per signal: the weight and the unwinder
+            // both need it.
+            let me = Me::now(sampler);
+            if let Some(weight) = sample_weight(sampler, &me, info) {
+                take_sample(sampler, &me, ucontext, weight);
             }
         }
     }
@@ -410,13 +413,34 @@ pub(crate) extern "C" fn on_profiling_signal(
     unsafe { *errno = saved };
 }
 
+/// The interrupted thread: its id and its slot, if registered.
+pub(crate) struct Me<'a> {
+    tid: i32,
+    slot: Option<&'a ThreadSlot>,
+}
+
+impl<'a> Me<'a> {
+    /// The calling thread (one `gettid` and one slot lookup).
+    pub(crate) fn now(sampler: &'a Sampler) -> Me<'a> {
+        let tid = gettid();
+        Me {
+            tid,
+            slot: sampler.thread_slot(tid),
+        }
+    }
+}
+
+/// The most samples one signal may stand for (merged timer expirations, or
+/// CPU periods since the last sample).
+const MAX_WEIGHT: u64 = 10_000;
+
 /// How many samples this signal stands for; `None` when it stands for none.
 /// POSIX timers: 1 + the timer's overrun (how many expirations were merged
 /// into this signal). perf task-clock: see [`cpu_time_weight`].
-fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> Option<u64> {
+fn sample_weight(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t) -> Option<u64> {
     let cpu_period = sampler.cpu_clock_period_ns.load(Ordering::Relaxed);
     if cpu_period != 0 {
-        return cpu_time_weight(sampler, cpu_period);
+        return cpu_time_weight(sampler, me, cpu_period);
     }
     if info.is_null() || !sampler.weight_overruns.load(Ordering::Relaxed) {
         return Some(1);
@@ -428,7 +452,7 @@ fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> Option<u64> {
     }
     // SAFETY: si_code SI_TIMER says the timer fields are the valid ones.
     let overrun = unsafe { si_overrun(info) };
-    Some(1 + overrun.clamp(0, 10_000) as u64)
+    Some(1 + (overrun.max(0) as u64).min(MAX_WEIGHT))
 }
 
 /// perf's task-clock counts the time a thread is on a (virtual) CPU,
@@ -440,8 +464,8 @@ fn sample_weight(sampler: &Sampler, info: *mut libc::siginfo_t) -> Option<u64> {
 /// one (0: the signal is skipped), and the remainder carries over. Over a
 /// run the samples add up to the thread's CPU time / period exactly, and a
 /// lost signal is made up by the next one.
-fn cpu_time_weight(sampler: &Sampler, period: u64) -> Option<u64> {
-    let Some(slot) = sampler.thread_slot(gettid()) else {
+fn cpu_time_weight(sampler: &Sampler, me: &Me, period: u64) -> Option<u64> {
+    let Some(slot) = me.slot else {
         return Some(1);
     };
     let mut now = libc::timespec {
@@ -461,7 +485,7 @@ fn cpu_time_weight(sampler: &Sampler, period: u64) -> Option<u64> {
         sampler.stats.skipped.fetch_add(1, Ordering::Relaxed);
         None
     } else {
-        Some(periods.min(10_000))
+        Some(periods.min(MAX_WEIGHT))
     }
 }
 
@@ -493,7 +517,7 @@ unsafe fn si_overrun(info: &libc::siginfo_t) -> i32 {
     unsafe { (*(info as *const libc::siginfo_t as *const TimerSiginfo)).si_overrun }
 }
 
-fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u64) {
+fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64) {
     let stats = &sampler.stats;
     let filter = sampler.filter.load(Ordering::Acquire);
     if filter != 0 {
@@ -510,7 +534,7 @@ fn take_sample(sampler: &Sampler, ucontext: *mut c_void, weight: u64) {
         return;
     };
     let mut stack = [0u64; MAX_DEPTH];
-    let depth = capture_stack(sampler, ucontext, &mut stack);
+    let depth = capture_stack(sampler, me, ucontext, &mut stack);
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let table = sampler
             .tables
@@ -548,16 +572,28 @@ pub(crate) fn registers(ucontext: *const c_void) -> Option<(u64, u64, u64)> {
 
 /// Unwinds the interrupted thread into `out` (leaf first); returns the
 /// depth. Needs the gate held.
-fn capture_stack(sampler: &Sampler, ucontext: *mut c_void, out: &mut [u64; MAX_DEPTH]) -> usize {
+fn capture_stack(
+    sampler: &Sampler,
+    me: &Me,
+    ucontext: *mut c_void,
+    out: &mut [u64; MAX_DEPTH],
+) -> usize {
     let Some((pc, sp, bp)) = registers(ucontext) else {
         return 0;
     };
-    unwind(sampler, pc, sp, bp, out)
+    unwind(sampler, me, pc, sp, bp, out)
 }
 
-/// Unwinds from (pc, sp, bp) into `out`. Async-signal-safe; needs the gate
-/// held by the caller.
-pub(crate) fn unwind(sampler: &Sampler, pc: u64, sp: u64, bp: u64, out: &mut [u64]) -> usize {
+/// Unwinds thread `me` from (pc, sp, bp) into `out`. Async-signal-safe;
+/// needs the gate held by the caller.
+pub(crate) fn unwind(
+    sampler: &Sampler,
+    me: &Me,
+    pc: u64,
+    sp: u64,
+    bp: u64,
+    out: &mut [u64],
+) -> usize {
     let stats = &sampler.stats;
     let Some(first) = out.first_mut() else {
         return 0;
@@ -572,9 +608,9 @@ pub(crate) fn unwind(sampler: &Sampler, pc: u64, sp: u64, bp: u64, out: &mut [u6
     if !snapshot.contains_code(pc) && !sampler.modules_stale.swap(true, Ordering::Relaxed) {
         sampler.wake_control();
     }
-    let tid = gettid();
-    let stack_end = sampler
-        .thread_slot(tid)
+    let tid = me.tid;
+    let stack_end = me
+        .slot
         .map(|slot| slot.stack_end.load(Ordering::Relaxed))
         .filter(|&end| end > sp)
         .or_else(|| snapshot.stack_end_for(sp))
