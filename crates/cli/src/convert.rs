@@ -79,13 +79,13 @@ pub fn run(args: Args) -> Result<i32> {
             args.to,
             Target::Pprof | Target::Collapsed | Target::Callgrind
         );
-    let symbolize = symbolize.then(|| cpuprof_symbolize::Options {
+    let options = cpuprof_symbolize::Options {
         binaries: binaries.clone(),
         ..cpuprof_symbolize::Options::default()
-    });
-    let loader = Loader::new(&binaries, args.epoch.clone(), symbolize);
+    };
+    let loader = Loader::new(args.epoch.clone(), options, symbolize);
     let profile = loader.load_sum(&profiles, args.base.as_deref())?;
-    let notes = write(&profile, &binaries, &args)?;
+    let notes = write(&profile, &binaries, loader.symbolizer(), &args)?;
     for n in notes {
         eprintln!("cpuprof: convert: dropped: {n}");
     }
@@ -99,7 +99,12 @@ fn create(path: &Path) -> Result<BufWriter<File>> {
 }
 
 /// Writes the profile in the target format; returns what was dropped.
-fn write(profile: &Profile, binaries: &[PathBuf], args: &Args) -> Result<Vec<String>> {
+fn write(
+    profile: &Profile,
+    binaries: &[PathBuf],
+    symbolizer: &cpuprof_symbolize::Symbolizer,
+    args: &Args,
+) -> Result<Vec<String>> {
     let out = &args.output;
     let mut notes = Vec::new();
     match args.to {
@@ -137,7 +142,7 @@ fn write(profile: &Profile, binaries: &[PathBuf], args: &Args) -> Result<Vec<Str
             }
             let stacks = cpuprof_report::Stacks::build(profile, &options);
             let mut f = create(out)?;
-            crate::report::write_callgrind(&mut f, binaries, &stacks, &options)?;
+            crate::report::write_callgrind(&mut f, binaries, symbolizer, &stacks, &options)?;
             f.flush()?;
         }
         Target::Gmon => {

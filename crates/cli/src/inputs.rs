@@ -39,20 +39,25 @@ pub fn is_elf(path: &Path) -> bool {
         .is_ok_and(|_| &magic == b"\x7fELF")
 }
 
-/// Reads and symbolizes profiles for one run.
+/// Reads and symbolizes profiles for one run, with one symbolizer: each
+/// binary is opened and its debug information read once, for every
+/// profile and for the outputs that read binaries themselves.
 pub struct Loader {
     binaries: Vec<PathBuf>,
     read_options: ReadOptions,
-    symbolize: Option<cpuprof_symbolize::Options>,
+    symbolizer: cpuprof_symbolize::Symbolizer,
+    symbolize: bool,
 }
 
 impl Loader {
-    /// A loader for profiles of `binaries`; `symbolize` None reads only.
+    /// A loader for profiles of `binaries` (those of `options`), which
+    /// symbolizes them with `options` when `symbolize`.
     pub fn new(
-        binaries: &[PathBuf],
         epoch: Option<String>,
-        symbolize: Option<cpuprof_symbolize::Options>,
+        options: cpuprof_symbolize::Options,
+        symbolize: bool,
     ) -> Loader {
+        let binaries = &options.binaries;
         let target = binaries.first().and_then(|b| {
             let mut ident = [0u8; 6];
             File::open(b).ok()?.read_exact(&mut ident).ok()?;
@@ -65,8 +70,14 @@ impl Loader {
                 dcpi_epoch: epoch,
                 ..ReadOptions::default()
             },
+            symbolizer: cpuprof_symbolize::Symbolizer::new(options),
             symbolize,
         }
+    }
+
+    /// The run's symbolizer (its binaries stay open).
+    pub fn symbolizer(&self) -> &cpuprof_symbolize::Symbolizer {
+        &self.symbolizer
     }
 
     /// Reads (and symbolizes) one profile: a file of any format or a DCPI
@@ -83,8 +94,8 @@ impl Loader {
         if format == Format::Dcpi {
             executable::resolve_dcpi_offsets(&mut profile, &self.binaries);
         }
-        if let Some(options) = &self.symbolize {
-            for warning in cpuprof_symbolize::symbolize(&mut profile, options) {
+        if self.symbolize {
+            for warning in self.symbolizer.symbolize(&mut profile) {
                 eprintln!("cpuprof: warning: {warning}");
             }
         }

@@ -354,8 +354,11 @@ pub fn run(args: Args) -> Result<i32> {
         // gprof's report reads gmon.out natively, not the profile model.
         return gprof_report(&args, &binaries, &profiles);
     }
-    let symbolize = (!args.no_symbolize).then(|| symbolize_options(&args, &binaries));
-    let loader = Loader::new(&binaries, args.epoch.clone(), symbolize);
+    let loader = Loader::new(
+        args.epoch.clone(),
+        symbolize_options(&args, &binaries),
+        !args.no_symbolize,
+    );
     let (profile, base) = match (&output, &args.base) {
         // Flame graph widths cannot be negative: the base colours them.
         (Output::Flame(_), Some(base)) => {
@@ -378,6 +381,7 @@ pub fn run(args: Args) -> Result<i32> {
         options: &options,
         binaries: &binaries,
         profile: &profile,
+        symbolizer: loader.symbolizer(),
     };
     render(&output, &context, &stacks, base_stacks.as_ref())?;
     // The process ends here: freeing hundreds of thousands of samples one
@@ -393,6 +397,9 @@ struct RenderContext<'a> {
     options: &'a Options,
     binaries: &'a [PathBuf],
     profile: &'a Profile,
+    /// The symbolizer that read the profiles, for outputs that read the
+    /// binaries themselves.
+    symbolizer: &'a cpuprof_symbolize::Symbolizer,
 }
 
 /// Writes `output` of `stacks`: the one dispatch point of outputs.
@@ -462,9 +469,7 @@ fn render(
                 bail!("--list={re}: no function with samples matches");
             }
             if !cx.args.no_symbolize {
-                let symbolizer =
-                    cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
-                let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+                let binaries = cx.symbolizer.binaries_for(cx.profile);
                 listing::extend_from_binaries(&mut listings, stacks, &binaries);
             }
             let mut sources =
@@ -475,9 +480,7 @@ fn render(
         }
         Output::Disasm(re) => {
             let re = listing_regex("disasm", re)?;
-            let symbolizer =
-                cpuprof_symbolize::Symbolizer::new(symbolize_options(cx.args, cx.binaries));
-            let binaries = disasm::binaries_for(cx.profile, cx.binaries, &symbolizer);
+            let binaries = cx.symbolizer.binaries_for(cx.profile);
             let disassemblies = disasm::disassemble(stacks, &re, cx.options.full_names, &binaries)
                 .map_err(|e| anyhow::anyhow!("--disasm={re}: {e}"))?;
             let mut sources =
@@ -519,7 +522,7 @@ fn render(
         Output::Callgrind => {
             flat_profile_note(cx);
             let mut out = output_file(cx.args.output_file.as_deref())?;
-            write_callgrind(&mut out, cx.binaries, stacks, cx.options)?;
+            write_callgrind(&mut out, cx.binaries, cx.symbolizer, stacks, cx.options)?;
             out.flush()?;
         }
         Output::Raw => {
@@ -566,12 +569,19 @@ fn listing_regex(flag: &str, re: &str) -> Result<Regex> {
 pub fn write_callgrind(
     out: &mut dyn Write,
     binaries: &[PathBuf],
+    symbolizer: &cpuprof_symbolize::Symbolizer,
     stacks: &Stacks,
     options: &Options,
 ) -> Result<()> {
     let graph = Graph::build(stacks, true);
     let program = program_name(binaries, stacks.profile());
-    cpuprof_report::callgrind::write(out, stacks, &graph, options, &program)?;
+    // Link-time positions (--addresses) come from the binaries.
+    let files = if stacks.granularity == Granularity::Addresses {
+        symbolizer.binaries_for(stacks.profile())
+    } else {
+        Vec::new()
+    };
+    cpuprof_report::callgrind::write(out, stacks, &graph, options, &program, &files)?;
     Ok(())
 }
 

@@ -34,10 +34,12 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
+use std::sync::Arc;
 
 use rustc_hash::FxHashMap;
 
-use crate::executable::LinkAddresses;
+use cpuprof_symbolize::Binary;
+
 use crate::graph::Graph;
 use crate::names;
 use crate::options::{Granularity, Options};
@@ -52,19 +54,24 @@ struct Place {
 }
 
 /// Writes the callgrind file of `stacks`; `program` is the `cmd:` line.
+/// At [`Granularity::Addresses`], positions are link-time addresses
+/// through `binaries` (one per mapping of the profile, as
+/// [`cpuprof_symbolize::Symbolizer::binaries_for`] gives them); addresses
+/// of mappings without one stay as they are (gmon.out and DCPI hold
+/// link-time addresses already).
 pub fn write(
     out: &mut dyn Write,
     stacks: &Stacks,
     graph: &Graph,
     options: &Options,
     program: &str,
+    binaries: &[Option<Arc<Binary>>],
 ) -> io::Result<()> {
     let addresses = stacks.granularity == Granularity::Addresses;
-    let link = addresses.then(|| LinkAddresses::new(stacks.profile()));
     let places: Vec<Place> = stacks
         .frames
         .iter()
-        .map(|f| place(f, stacks, options, link.as_ref()))
+        .map(|f| place(f, stacks, options, binaries))
         .collect();
 
     // Functions (file, name) ranked in output order; frames point at
@@ -208,7 +215,12 @@ impl Names {
 }
 
 /// The file, function and position of a report frame.
-fn place(frame: &Frame, stacks: &Stacks, options: &Options, link: Option<&LinkAddresses>) -> Place {
+fn place(
+    frame: &Frame,
+    stacks: &Stacks,
+    options: &Options,
+    binaries: &[Option<Arc<Binary>>],
+) -> Place {
     let file = if frame.file.is_empty() {
         "???".to_string()
     } else {
@@ -229,10 +241,13 @@ fn place(frame: &Frame, stacks: &Stacks, options: &Options, link: Option<&LinkAd
     let position = match stacks.granularity {
         Granularity::Functions | Granularity::Lines => frame.line.max(0) as u64,
         Granularity::Files => 0,
-        Granularity::Addresses => match link {
-            Some(link) => link.link_address(stacks.profile(), frame.mapping, frame.address),
-            None => frame.address,
-        },
+        Granularity::Addresses => frame
+            .mapping
+            .and_then(|m| {
+                let binary = binaries.get(m.index())?.as_ref()?;
+                binary.runtime_to_file(stacks.profile().mapping(m), frame.address)
+            })
+            .unwrap_or(frame.address),
     };
     Place {
         file,

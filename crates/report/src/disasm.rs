@@ -27,11 +27,10 @@
 
 use crate::listing::count;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
-use cpuprof_profile::{Mapping, Profile};
-use cpuprof_symbolize::{Binary, Symbolizer};
+use cpuprof_symbolize::Binary;
 use iced_x86::{Decoder, DecoderOptions, Formatter, GasFormatter, Instruction as Decoded};
 use regex::Regex;
 use rustc_hash::FxHashMap;
@@ -101,61 +100,6 @@ impl std::fmt::Display for DisasmError {
 
 impl std::error::Error for DisasmError {}
 
-/// The binary to read for each mapping of `profile` (None when there is
-/// none): a binary of `named` with the mapping's path, else its file
-/// name, else (for the main executable) the first one; else the mapped
-/// file itself. A binary whose build id differs from the mapping's, or
-/// that has no segment at the mapping's offset, is not used.
-pub fn binaries_for(
-    profile: &Profile,
-    named: &[PathBuf],
-    symbolizer: &Symbolizer,
-) -> Vec<Option<Arc<Binary>>> {
-    let main = profile
-        .mappings
-        .iter()
-        .position(|m| m.path.starts_with('/') && m.is_executable());
-    profile
-        .mappings
-        .iter()
-        .enumerate()
-        .map(|(i, mapping)| {
-            let same_file = |b: &&PathBuf| {
-                Path::new(&mapping.path) == b.as_path()
-                    || std::fs::canonicalize(b).ok() == std::fs::canonicalize(&mapping.path).ok()
-                        && Path::new(&mapping.path).exists()
-            };
-            let same_name = |b: &&PathBuf| {
-                b.file_name()
-                    .is_some_and(|n| n.to_string_lossy() == mapping.base_name())
-            };
-            let path = named
-                .iter()
-                .find(same_file)
-                .or_else(|| named.iter().find(same_name))
-                .or_else(|| (Some(i) == main).then(|| named.first()).flatten())
-                .cloned()
-                .or_else(|| {
-                    mapping
-                        .path
-                        .starts_with('/')
-                        .then(|| PathBuf::from(&mapping.path))
-                })?;
-            let binary = symbolizer.binary(&path).ok()?;
-            usable(&binary, mapping).then_some(binary)
-        })
-        .collect()
-}
-
-fn usable(binary: &Binary, mapping: &Mapping) -> bool {
-    if let Some(id) = binary.build_id() {
-        if !mapping.build_id.is_empty() && !mapping.build_id.eq_ignore_ascii_case(&id) {
-            return false;
-        }
-    }
-    binary.can_map(mapping)
-}
-
 /// A function to disassemble: its binary and symbol.
 struct Routine {
     mapping: usize,
@@ -167,7 +111,7 @@ struct Routine {
 /// The disassemblies of the functions matching `re` (their short, full
 /// or mangled name) that have samples in `stacks` (built at
 /// [`Granularity::Addresses`]), sorted by name; `binaries` as
-/// [`binaries_for`] gives them.
+/// [`cpuprof_symbolize::Symbolizer::binaries_for`] gives them.
 pub fn disassemble(
     stacks: &Stacks,
     re: &Regex,

@@ -162,7 +162,7 @@ pub fn listings(stacks: &Stacks, re: &Regex, full_names: bool) -> Vec<Listing> {
 
 /// Extends each listing to the last line its function has in the line
 /// table of its binary (`binaries` per mapping, as
-/// [`crate::disasm::binaries_for`] gives them), so that a function's
+/// [`cpuprof_symbolize::Symbolizer::binaries_for`] gives them), so that a function's
 /// closing lines are shown even without samples. Only functions with a
 /// sampled real (not inlined) frame are extended: the symbol holding
 /// that frame's address is read, and a line counts when the inline chain

@@ -12,6 +12,14 @@ use rustc_hash::FxHashMap;
 use crate::binary::Binary;
 use crate::{demangle, Options, Warning};
 
+/// What [`Symbolizer::choose_binaries`] found: the binary of each mapping,
+/// the named binaries as opened, and the warnings.
+type Chosen = (
+    Vec<Option<Arc<Binary>>>,
+    Vec<(PathBuf, Opened)>,
+    Vec<Warning>,
+);
+
 /// The result of opening a file, cached.
 #[derive(Clone)]
 enum Opened {
@@ -114,125 +122,10 @@ impl Symbolizer {
             }
         }
 
-        // The binaries named by the user.
-        let named: Vec<(PathBuf, Opened)> = self
-            .options
-            .binaries
-            .par_iter()
-            .map(|path| (path.clone(), self.open(path)))
-            .collect();
-        let mut sources: Vec<Option<Arc<Binary>>> = vec![None; mapping_count];
-        let main_path = profile
-            .mappings
-            .iter()
-            .find(|m| is_file_path(&m.path) && m.is_executable())
-            .map(|m| m.path.clone());
-        let mut mismatch_reported: Vec<(PathBuf, String)> = Vec::new();
-        for (path, opened) in &named {
-            let binary = match opened {
-                Opened::Binary(b) => b,
-                Opened::Failed { message, .. } => {
-                    warnings.push(Warning::new(format!("cannot use binary {message}")));
-                    continue;
-                }
-            };
-            let targets = self.targets(profile, path, binary, main_path.as_deref(), &sources);
-            if targets.is_empty() {
-                let serves_unmapped = named.len() == 1
-                    && !unmapped.is_empty()
-                    && profile.mappings.iter().all(|m| !is_file_path(&m.path));
-                if !serves_unmapped && !profile.mappings.is_empty() {
-                    warnings.push(Warning::new(format!(
-                        "{}: matches no mapping of the profile; not used",
-                        path.display()
-                    )));
-                }
-                continue;
-            }
-            for t in targets {
-                let mapping = &profile.mappings[t];
-                match mismatch(binary, mapping) {
-                    None => sources[t] = Some(binary.clone()),
-                    Some(why) => {
-                        let key = (path.clone(), mapping.path.clone());
-                        if !mismatch_reported.contains(&key) {
-                            warnings.push(Warning::new(format!(
-                                "{}: does not match the profile's mapping of {} ({why}); not used for it",
-                                path.display(),
-                                display_path(&mapping.path)
-                            )));
-                            mismatch_reported.push(key);
-                        }
-                    }
-                }
-            }
-        }
-
-        // The mapped files themselves, for the other mappings with work.
-        let mut wanted: Vec<&str> = Vec::new();
-        for (t, mapping) in profile.mappings.iter().enumerate() {
-            if sources[t].is_none() && !pending[t].is_empty() && is_file_path(&mapping.path) {
-                wanted.push(&mapping.path);
-            }
-        }
-        wanted.sort_unstable();
-        wanted.dedup();
-        let opened: FxHashMap<String, Opened> = wanted
-            .par_iter()
-            .map(|&p| (p.to_string(), self.open(Path::new(p))))
-            .collect();
-        let mut failure_reported: Vec<&str> = Vec::new();
-        for (t, mapping) in profile.mappings.iter().enumerate() {
-            if sources[t].is_some() || pending[t].is_empty() {
-                continue;
-            }
-            let Some(opened) = opened.get(&mapping.path) else {
-                continue;
-            };
-            match opened {
-                Opened::Binary(binary) => match mismatch(binary, mapping) {
-                    None => sources[t] = Some(binary.clone()),
-                    Some(why) => {
-                        if !failure_reported.contains(&mapping.path.as_str()) {
-                            warnings.push(Warning::new(format!(
-                                "{}: the file on disk does not match the profile's mapping ({why}); its addresses stay unsymbolized",
-                                mapping.path
-                            )));
-                            failure_reported.push(&mapping.path);
-                        }
-                    }
-                },
-                Opened::Failed { not_found, message } => {
-                    if !failure_reported.contains(&mapping.path.as_str()) {
-                        let count: usize = profile
-                            .mappings
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, m)| m.path == mapping.path)
-                            .map(|(i, _)| pending[i].len())
-                            .sum();
-                        let what = if *not_found {
-                            format!("{}: not found", mapping.path)
-                        } else {
-                            message.clone()
-                        };
-                        warnings.push(Warning::new(format!(
-                            "{what}; its {count} address{} stay unsymbolized",
-                            if count == 1 { "" } else { "es" }
-                        )));
-                        failure_reported.push(&mapping.path);
-                    }
-                }
-            }
-        }
-
-        // The vDSO has no file: this process's names a profile recorded
-        // on this machine (same kernel, same image size).
-        for (t, mapping) in profile.mappings.iter().enumerate() {
-            if sources[t].is_none() && !pending[t].is_empty() {
-                sources[t] = crate::vdso::for_mapping(mapping, &self.options);
-            }
-        }
+        let work: Vec<usize> = pending.iter().map(Vec::len).collect();
+        let (sources, named, chosen_warnings) =
+            self.choose_binaries(profile, &work, !unmapped.is_empty());
+        warnings.extend(chosen_warnings);
 
         // Batches: the addresses of each binary, as file addresses.
         let mut batches: Vec<Batch> = Vec::new();
@@ -354,6 +247,149 @@ impl Symbolizer {
             }
         }
         warnings
+    }
+
+    /// The binary to read for each mapping of `profile` (None where there
+    /// is none): a binary named in the options with the mapping's path,
+    /// build id or file name, else (the main executable) the first named
+    /// one, else the mapped file itself, else this process's vDSO for a
+    /// `[vdso]` mapping of its size; never one whose build id or segments
+    /// do not match the mapping. What [`Symbolizer::symbolize`] reads, for
+    /// outputs that read the binaries themselves (listings, disassembly,
+    /// link-time addresses).
+    pub fn binaries_for(&self, profile: &Profile) -> Vec<Option<Arc<Binary>>> {
+        let work = vec![1; profile.mappings.len()];
+        self.choose_binaries(profile, &work, false).0
+    }
+
+    /// [`Symbolizer::binaries_for`] for the mappings with `work` (how many
+    /// addresses each has to resolve),
+    /// with the named binaries as opened and the warnings: named binaries
+    /// that cannot be used or match no mapping (unless `has_unmapped`
+    /// addresses may be theirs), mismatched or missing mapped files.
+    fn choose_binaries(&self, profile: &Profile, work: &[usize], has_unmapped: bool) -> Chosen {
+        // The binaries named by the user.
+        let named: Vec<(PathBuf, Opened)> = self
+            .options
+            .binaries
+            .par_iter()
+            .map(|path| (path.clone(), self.open(path)))
+            .collect();
+        let mut sources: Vec<Option<Arc<Binary>>> = vec![None; profile.mappings.len()];
+        let main_path = profile
+            .mappings
+            .iter()
+            .find(|m| is_file_path(&m.path) && m.is_executable())
+            .map(|m| m.path.clone());
+        let mut warnings = Vec::new();
+        let mut mismatch_reported: Vec<(PathBuf, String)> = Vec::new();
+        for (path, opened) in &named {
+            let binary = match opened {
+                Opened::Binary(b) => b,
+                Opened::Failed { message, .. } => {
+                    warnings.push(Warning::new(format!("cannot use binary {message}")));
+                    continue;
+                }
+            };
+            let targets = self.targets(profile, path, binary, main_path.as_deref(), &sources);
+            if targets.is_empty() {
+                let serves_unmapped = named.len() == 1
+                    && has_unmapped
+                    && profile.mappings.iter().all(|m| !is_file_path(&m.path));
+                if !serves_unmapped && !profile.mappings.is_empty() {
+                    warnings.push(Warning::new(format!(
+                        "{}: matches no mapping of the profile; not used",
+                        path.display()
+                    )));
+                }
+                continue;
+            }
+            for t in targets {
+                let mapping = &profile.mappings[t];
+                match mismatch(binary, mapping) {
+                    None => sources[t] = Some(binary.clone()),
+                    Some(why) => {
+                        let key = (path.clone(), mapping.path.clone());
+                        if !mismatch_reported.contains(&key) {
+                            warnings.push(Warning::new(format!(
+                                "{}: does not match the profile's mapping of {} ({why}); not used for it",
+                                path.display(),
+                                display_path(&mapping.path)
+                            )));
+                            mismatch_reported.push(key);
+                        }
+                    }
+                }
+            }
+        }
+
+        // The mapped files themselves, for the other mappings with work.
+        let mut wanted: Vec<&str> = Vec::new();
+        for (t, mapping) in profile.mappings.iter().enumerate() {
+            if sources[t].is_none() && work[t] > 0 && is_file_path(&mapping.path) {
+                wanted.push(&mapping.path);
+            }
+        }
+        wanted.sort_unstable();
+        wanted.dedup();
+        let opened: FxHashMap<String, Opened> = wanted
+            .par_iter()
+            .map(|&p| (p.to_string(), self.open(Path::new(p))))
+            .collect();
+        let mut failure_reported: Vec<&str> = Vec::new();
+        for (t, mapping) in profile.mappings.iter().enumerate() {
+            if sources[t].is_some() || work[t] == 0 {
+                continue;
+            }
+            let Some(opened) = opened.get(&mapping.path) else {
+                continue;
+            };
+            match opened {
+                Opened::Binary(binary) => match mismatch(binary, mapping) {
+                    None => sources[t] = Some(binary.clone()),
+                    Some(why) => {
+                        if !failure_reported.contains(&mapping.path.as_str()) {
+                            warnings.push(Warning::new(format!(
+                                "{}: the file on disk does not match the profile's mapping ({why}); its addresses stay unsymbolized",
+                                mapping.path
+                            )));
+                            failure_reported.push(&mapping.path);
+                        }
+                    }
+                },
+                Opened::Failed { not_found, message } => {
+                    if !failure_reported.contains(&mapping.path.as_str()) {
+                        let count: usize = profile
+                            .mappings
+                            .iter()
+                            .enumerate()
+                            .filter(|(_, m)| m.path == mapping.path)
+                            .map(|(i, _)| work[i])
+                            .sum();
+                        let what = if *not_found {
+                            format!("{}: not found", mapping.path)
+                        } else {
+                            message.clone()
+                        };
+                        warnings.push(Warning::new(format!(
+                            "{what}; its {count} address{} stay unsymbolized",
+                            if count == 1 { "" } else { "es" }
+                        )));
+                        failure_reported.push(&mapping.path);
+                    }
+                }
+            }
+        }
+
+        // The vDSO has no file: this process's names a profile recorded
+        // on this machine (same kernel, same image size).
+        for (t, mapping) in profile.mappings.iter().enumerate() {
+            if sources[t].is_none() && work[t] > 0 {
+                sources[t] = crate::vdso::for_mapping(mapping, &self.options);
+            }
+        }
+
+        (sources, named, warnings)
     }
 
     /// The mappings `binary` (named by the user as `path`) serves: those
