@@ -27,23 +27,9 @@ pub struct DistinctStack {
     pub value: i64,
 }
 
-impl DistinctStack {
-    /// The folded text: frame names root first, joined with `;`.
-    pub fn folded(&self, stacks: &Stacks) -> String {
-        let mut folded = String::with_capacity(self.frames.len() * 16);
-        for (i, f) in self.frames.iter().rev().enumerate() {
-            if i > 0 {
-                folded.push(';');
-            }
-            folded.push_str(&stacks.frame(*f).name);
-        }
-        folded
-    }
-}
-
 /// The rank of each frame's name among all frame names (frames are
 /// interned by name, so ranks are distinct).
-pub fn name_ranks(stacks: &Stacks) -> Vec<u32> {
+fn name_ranks(stacks: &Stacks) -> Vec<u32> {
     let mut order: Vec<usize> = (0..stacks.frames.len()).collect();
     order.sort_unstable_by(|&a, &b| stacks.frames[a].name.cmp(&stacks.frames[b].name));
     let mut rank = vec![0u32; order.len()];
@@ -55,7 +41,7 @@ pub fn name_ranks(stacks: &Stacks) -> Vec<u32> {
 
 /// Orders stacks by their frames' names from the root (see the module
 /// documentation), given [`name_ranks`].
-pub fn compare_stacks(ranks: &[u32], a: &[FrameId], b: &[FrameId]) -> Ordering {
+fn compare_stacks(ranks: &[u32], a: &[FrameId], b: &[FrameId]) -> Ordering {
     a.iter()
         .rev()
         .map(|f| ranks[f.index()])

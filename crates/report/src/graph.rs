@@ -37,6 +37,19 @@ pub struct Edge {
     pub inlined: bool,
 }
 
+impl Edge {
+    /// The edge `caller` → `callee` of `stacks`, inlined when the callee
+    /// frame is an inlined call.
+    fn new(stacks: &Stacks, caller: NodeId, callee: NodeId, weight: i64) -> Edge {
+        Edge {
+            caller,
+            callee,
+            weight,
+            inlined: stacks.frame(callee).inlined,
+        }
+    }
+}
+
 /// The call graph of a [`Stacks`].
 #[derive(Clone, Debug)]
 pub struct Graph {
@@ -69,12 +82,7 @@ impl Graph {
         let mut edges: Vec<Edge> = total
             .edges
             .into_iter()
-            .map(|((caller, callee), weight)| Edge {
-                caller,
-                callee,
-                weight,
-                inlined: stacks.frame(callee).inlined,
-            })
+            .map(|((caller, callee), weight)| Edge::new(stacks, caller, callee, weight))
             .collect();
         sort_edges(&mut edges);
         Graph {
@@ -113,13 +121,7 @@ impl Graph {
         let mut edges: Vec<Edge> = total
             .pairs(k)
             .map(|(caller, callee, weight)| {
-                let (caller, callee) = (kept[caller as usize], kept[callee as usize]);
-                Edge {
-                    caller,
-                    callee,
-                    weight,
-                    inlined: stacks.frame(callee).inlined,
-                }
+                Edge::new(stacks, kept[caller as usize], kept[callee as usize], weight)
             })
             .collect();
         sort_edges(&mut edges);

@@ -19,7 +19,7 @@ use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use crate::graph::Graph;
-use crate::options::{Granularity, Options};
+use crate::options::Options;
 use crate::stacks::Stacks;
 use crate::text::{percent_base, rows, unit_word};
 
@@ -48,7 +48,7 @@ pub fn write(
     s.push_str(",\"unit\":");
     string(&mut s, &stacks.sample_type.unit);
     s.push_str("},\"granularity\":");
-    string(&mut s, granularity_name(stacks.granularity));
+    string(&mut s, stacks.granularity.name());
     s.push_str(",\"rows\":[");
     for (i, row) in rows(stacks, graph, options).iter().enumerate() {
         if i > 0 {
@@ -69,16 +69,6 @@ pub fn write(
     out.write_all(s.as_bytes())
 }
 
-/// The granularity as the flag names it.
-pub fn granularity_name(granularity: Granularity) -> &'static str {
-    match granularity {
-        Granularity::Functions => "functions",
-        Granularity::Lines => "lines",
-        Granularity::Addresses => "addresses",
-        Granularity::Files => "files",
-    }
-}
-
 /// `value` as a percentage of `total` rounded as `--text` prints it, or
 /// `null` of a zero total.
 fn percent(s: &mut String, value: i64, total: i64) {
@@ -94,6 +84,14 @@ fn percent(s: &mut String, value: i64, total: i64) {
 
 /// A JSON string literal.
 fn string(s: &mut String, text: &str) {
+    push_string(s, text, false);
+}
+
+/// Appends `text` as a JSON string literal. `in_script`: also escapes
+/// `<`, `>`, `&` and the line separators U+2028/U+2029, so that the
+/// literal can sit inside an HTML `<script>` element (the flame page)
+/// without closing it or breaking the script.
+pub(crate) fn push_string(s: &mut String, text: &str, in_script: bool) {
     s.push('"');
     for c in text.chars() {
         match c {
@@ -102,6 +100,9 @@ fn string(s: &mut String, text: &str) {
             '\n' => s.push_str("\\n"),
             '\r' => s.push_str("\\r"),
             '\t' => s.push_str("\\t"),
+            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' if in_script => {
+                let _ = write!(s, "\\u{:04x}", c as u32);
+            }
             c if (c as u32) < 0x20 => {
                 let _ = write!(s, "\\u{:04x}", c as u32);
             }

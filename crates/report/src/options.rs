@@ -16,6 +16,18 @@ pub enum Granularity {
     Files,
 }
 
+impl Granularity {
+    /// The granularity as its flag names it (`--functions`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            Granularity::Functions => "functions",
+            Granularity::Lines => "lines",
+            Granularity::Addresses => "addresses",
+            Granularity::Files => "files",
+        }
+    }
+}
+
 /// Options shared by every output.
 #[derive(Clone, Debug)]
 pub struct Options {

@@ -23,7 +23,7 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::collapsed::{compare_stacks, distinct_stacks, name_ranks};
+use crate::collapsed::distinct_stacks;
 use crate::stacks::Stacks;
 use crate::text::unit_word;
 
@@ -52,13 +52,10 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<
         )?;
     }
     writeln!(out, "Total: {} {}", stacks.total, unit_word(stacks))?;
+    // Already in `--collapsed`'s order: a stable sort by value keeps it
+    // among equal values.
     let mut distinct = distinct_stacks(stacks);
-    let ranks = name_ranks(stacks);
-    distinct.sort_by(|a, b| {
-        b.value
-            .cmp(&a.value)
-            .then_with(|| compare_stacks(&ranks, &a.frames, &b.frames))
-    });
+    distinct.sort_by_key(|s| std::cmp::Reverse(s.value));
     // Lines are built in a buffer: a big profile has millions of frames.
     let mut text = String::with_capacity(1 << 16);
     for stack in &distinct {

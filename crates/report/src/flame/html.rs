@@ -146,27 +146,9 @@ fn push_int(out: &mut String, value: i64) {
     out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
-/// A JSON string that is also safe inside a `<script>` element: `<`, `>`
-/// and `&` are escaped so no name can close the element.
+/// A JSON string that cannot end the page's `<script>` element.
 fn json_string(out: &mut String, text: &str) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::json::push_string(out, text, true);
 }
 
 #[cfg(test)]
