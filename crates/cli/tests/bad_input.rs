@@ -210,22 +210,12 @@ fn malformed_symbolized_raw_profiles() {
 
 /// `report --symbols BINARY` with `input` on standard input.
 fn symbols(binary: &Path, input: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-        .args(["report", "--symbols"])
-        .arg(binary)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    cpuprof_testkit::run_with_stdin(
+        Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+            .args(["report", "--symbols"])
+            .arg(binary),
+        input,
+    )
 }
 
 #[test]

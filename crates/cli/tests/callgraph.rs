@@ -24,9 +24,8 @@ use std::process::{Command, Output, Stdio};
 
 use cpuprof_testkit::{build_spin, libprofiler, profile_with_libprofiler, require_tool, TempDir};
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
+mod common;
+use common::cpuprof;
 
 fn run(cmd: &mut Command) -> Output {
     cmd.stdin(Stdio::null())

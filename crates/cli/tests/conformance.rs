@@ -32,9 +32,8 @@ use cpuprof_testkit::{
     TempDir, TextReport, TextRow,
 };
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
+mod common;
+use common::cpuprof;
 
 /// Names that `nm` lists at the same address of the same file.
 #[derive(Default)]

@@ -5,22 +5,12 @@
 //! granularity); with `--base`, the root's base is the base's Total.
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::PathBuf;
 
-use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, run_stdout, TempDir, TextReport,
-};
+use cpuprof_testkit::{build_spin, libprofiler, profile_with_libprofiler, TempDir, TextReport};
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
-
-fn report(args: &[&str], inputs: &[&Path]) -> String {
-    let mut cmd = cpuprof();
-    cmd.arg("report").args(args).args(inputs);
-    run_stdout(&mut cmd)
-}
+mod common;
+use common::{cpuprof, report};
 
 struct Case {
     _dir: TempDir,

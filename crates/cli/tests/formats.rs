@@ -9,13 +9,12 @@ use std::process::Command;
 
 use cpuprof_profile::{gperftools, proto};
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, TempDir,
+    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout, TempDir,
     TextReport,
 };
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
+mod common;
+use common::cpuprof;
 
 /// A real gperftools profile of spin (burn_a/burn_b/burn_c), with spin.
 fn spin_profile(dir: &Path) -> Option<(PathBuf, PathBuf)> {
@@ -133,18 +132,13 @@ fn we_read_go_pprof_proto_output() {
         return;
     }
     let go_pb = dir.path().join("go.pb.gz");
-    let out = Command::new("pprof")
-        .arg("-proto")
-        .arg("-output")
-        .arg(&go_pb)
-        .arg(&spin)
-        .arg(&prof)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new("pprof")
+            .arg("-proto")
+            .arg("-output")
+            .arg(&go_pb)
+            .arg(&spin)
+            .arg(&prof),
     );
     let ours = TextReport::parse(&run_stdout(
         cpuprof().args(["report", "--text"]).arg(&spin).arg(&prof),
@@ -363,18 +357,13 @@ fn dcpi_database_directories_are_read_whole_or_by_epoch() {
         return;
     };
     let db = dir.path().join("db");
-    let out = Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-        .args(["convert"])
-        .arg(&prof)
-        .arg("-o")
-        .arg(&db)
-        .args(["--to", "dcpi"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = run_ok(
+        cpuprof()
+            .args(["convert"])
+            .arg(&prof)
+            .arg("-o")
+            .arg(&db)
+            .args(["--to", "dcpi"]),
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("dropped: call stacks"), "{stderr}");
@@ -517,18 +506,7 @@ fn flat_profiles_say_they_have_no_call_stacks() {
     let dir = TempDir::new().unwrap();
     let (bin, gmon) = callgraph_gmon(dir.path());
     let run = |args: &[&str]| {
-        let out = cpuprof()
-            .arg("report")
-            .args(args)
-            .arg(&bin)
-            .arg(&gmon)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = run_ok(cpuprof().arg("report").args(args).arg(&bin).arg(&gmon));
         (
             String::from_utf8(out.stdout).unwrap(),
             String::from_utf8(out.stderr).unwrap(),

@@ -11,20 +11,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, TempDir,
+    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout, TempDir,
     TextReport,
 };
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
-
-/// `cpuprof report ARGS INPUTS...`'s standard output (it must succeed).
-fn report(args: &[&str], inputs: &[&Path]) -> String {
-    let mut cmd = cpuprof();
-    cmd.arg("report").args(args).args(inputs);
-    run_stdout(&mut cmd)
-}
+mod common;
+use common::{cpuprof, report};
 
 /// A listed function: header totals and (flat, cum) per line or address.
 #[derive(Debug, Default)]
@@ -253,17 +245,12 @@ fn spin_from_copy(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     let source = build.join("spin.c");
     std::fs::copy(cpuprof_testkit::workload("spin.c"), &source).unwrap();
     let binary = dir.join("spin");
-    let out = Command::new("gcc")
-        .args(["-O2", "-g", "-pthread", "-o"])
-        .arg(&binary)
-        .arg(&source)
-        .args(["-ldl", "-lm"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new("gcc")
+            .args(["-O2", "-g", "-pthread", "-o"])
+            .arg(&binary)
+            .arg(&source)
+            .args(["-ldl", "-lm"]),
     );
     let profile = dir.join("spin.prof");
     profile_with_libprofiler(&lib, &binary, &["-s", "0.5"], &profile, 1000);
@@ -372,47 +359,56 @@ fn inlined_function_lines_are_its_own() {
     assert!(call_flat < step.flat, "{text}");
 }
 
-#[test]
-fn list_options_sum_base_focus_ignore_output() {
-    let Some(case) = spin_case(&[], "0.5") else {
-        return;
-    };
+/// `flag` (`--list` or `--disasm`, read back with `parse`) on burn_b: two
+/// profiles sum, `--base` subtracts, `--focus` keeps main's cum to
+/// burn_b's, `-o FILE` writes what stdout would.
+fn check_sum_base_focus_output(case: &Case, flag: &str, parse: fn(&str) -> Vec<Routine>) {
     let inputs = [case.binary.as_path(), case.profile.as_path()];
-    let one = parse_list(&report(&["--list=^burn_b$"], &inputs));
+    let burn_b = format!("{flag}=^burn_b$");
+    let one = parse(&report(&[&burn_b], &inputs));
     // Two profiles are summed.
-    let two = parse_list(&report(
-        &["--list=^burn_b$"],
+    let two = parse(&report(
+        &[&burn_b],
         &[&case.binary, &case.profile, &case.profile],
     ));
     assert_eq!((two[0].flat, two[0].cum), (2 * one[0].flat, 2 * one[0].cum));
     // 3 x profile - 1 x profile (--base) = 2 x profile.
     let base = format!("--base={}", case.profile.display());
-    let diff = parse_list(&report(
-        &["--list=^burn_b$", &base],
+    let diff = parse(&report(
+        &[&burn_b, &base],
         &[&case.binary, &case.profile, &case.profile, &case.profile],
     ));
     assert_eq!(diff[0].rows, two[0].rows);
     // --focus: main's cum is burn_b's only.
-    let focused = parse_list(&report(&["--list=^main$", "--focus=burn_b"], &inputs));
+    let main = format!("{flag}=^main$");
+    let focused = parse(&report(&[&main, "--focus=burn_b"], &inputs));
     assert_eq!(focused[0].cum, one[0].cum);
+    // -o FILE.
+    let file = case.dir.path().join("listing.txt");
+    let stdout = report(&[&burn_b, "-o", file.to_str().unwrap()], &inputs);
+    assert!(stdout.is_empty());
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        report(&[&burn_b], &inputs)
+    );
+}
+
+#[test]
+fn list_options_sum_base_focus_ignore_output() {
+    let Some(case) = spin_case(&[], "0.5") else {
+        return;
+    };
+    check_sum_base_focus_output(&case, "--list", parse_list);
     // --ignore: burn_b gone, and it is said in one line.
     let out = cpuprof()
         .args(["report", "--list=^burn_b$", "--ignore=burn_b"])
-        .args(inputs)
+        .args([&case.binary, &case.profile])
         .output()
         .unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("no function"), "{stderr}");
-    // -o FILE.
-    let file = case.dir.path().join("list.txt");
-    let stdout = report(&["--list=^burn_b$", "-o", file.to_str().unwrap()], &inputs);
-    assert!(stdout.is_empty());
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        report(&["--list=^burn_b$"], &inputs)
-    );
 }
 
 #[test]
@@ -563,31 +559,7 @@ fn disasm_options_sum_base_focus_output() {
     let Some(case) = spin_case(&[], "0.5") else {
         return;
     };
-    let inputs = [case.binary.as_path(), case.profile.as_path()];
-    let one = parse_disasm(&report(&["--disasm=^burn_b$"], &inputs));
-    let two = parse_disasm(&report(
-        &["--disasm=^burn_b$"],
-        &[&case.binary, &case.profile, &case.profile],
-    ));
-    assert_eq!((two[0].flat, two[0].cum), (2 * one[0].flat, 2 * one[0].cum));
-    let base = format!("--base={}", case.profile.display());
-    let diff = parse_disasm(&report(
-        &["--disasm=^burn_b$", &base],
-        &[&case.binary, &case.profile, &case.profile, &case.profile],
-    ));
-    assert_eq!(diff[0].rows, two[0].rows);
-    let focused = parse_disasm(&report(&["--disasm=^main$", "--focus=burn_b"], &inputs));
-    assert_eq!(focused[0].cum, one[0].cum);
-    let file = case.dir.path().join("disasm.txt");
-    let stdout = report(
-        &["--disasm=^burn_b$", "-o", file.to_str().unwrap()],
-        &inputs,
-    );
-    assert!(stdout.is_empty());
-    assert_eq!(
-        std::fs::read_to_string(&file).unwrap(),
-        report(&["--disasm=^burn_b$"], &inputs)
-    );
+    check_sum_base_focus_output(&case, "--disasm", parse_disasm);
 }
 
 /// A dlopened shared library: its code is read through its mapping.

@@ -5,25 +5,17 @@
 //! against `--text`, google-pprof (perl) and callgrind_annotate.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, vdso_frame,
-    TempDir, TextReport,
+    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_stdout, run_with_stdin,
+    vdso_frame, TempDir, TextReport,
 };
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
-
-fn report(args: &[&str], inputs: &[&Path]) -> String {
-    let mut cmd = cpuprof();
-    cmd.arg("report").args(args).args(inputs);
-    run_stdout(&mut cmd)
-}
+mod common;
+use common::{cpuprof, report};
 
 /// spin (two threads) built with gcc, profiled twice (1 s and 0.5 s).
 struct Case {
@@ -548,19 +540,7 @@ fn symbols_equal_google_pprof_symbols() {
     let addresses = spin_function_addresses(&case.binary);
     let input: String = addresses.iter().map(|a| format!("{a:#x}\n")).collect();
     let run = |cmd: &mut Command, input: &str| -> String {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(input.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = run_with_stdin(cmd, input);
         assert!(
             out.status.success(),
             "{}",

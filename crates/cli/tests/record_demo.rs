@@ -1,13 +1,10 @@
 //! `cpuprof record` and `cpuprof demo`, end to end: the agent library found
 //! beside the binary, the profile written, the report printed.
 
-use std::process::Command;
-
 use cpuprof_testkit::{build_spin, TempDir};
 
-fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
-}
+mod common;
+use common::cpuprof;
 
 /// Flat share of `name` in a printed text report, in percent.
 fn flat_percent(report: &str, name: &str) -> f64 {

@@ -162,6 +162,12 @@ pub fn profile_with_libprofiler(
 /// Runs a command and returns its stdout; panics with its stderr if it
 /// fails.
 pub fn run_stdout(cmd: &mut Command) -> String {
+    String::from_utf8_lossy(&run_ok(cmd).stdout).into_owned()
+}
+
+/// Runs `cmd` (standard input empty) and returns its output; panics with
+/// its standard error if it fails.
+pub fn run_ok(cmd: &mut Command) -> std::process::Output {
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -172,7 +178,26 @@ pub fn run_stdout(cmd: &mut Command) -> String {
         out.status,
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    out
+}
+
+/// Runs `cmd` with `input` on its standard input and returns its output,
+/// whatever its exit status.
+pub fn run_with_stdin(cmd: &mut Command, input: &str) -> std::process::Output {
+    use std::io::Write as _;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    child
+        .stdin
+        .take()
+        .expect("a piped standard input")
+        .write_all(input.as_bytes())
+        .expect("the command reads its standard input");
+    child.wait_with_output().expect("the command ends")
 }
 
 /// One row of a pprof-style text report.
