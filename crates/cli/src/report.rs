@@ -719,13 +719,12 @@ fn output_file(path: Option<&Path>) -> Result<Box<dyn Write>> {
 /// prints one name per address: the function (outermost of an inline
 /// chain, short form as `--text` prints it), `??` when unknown.
 fn symbols_report(args: &Args) -> Result<i32> {
-    let binaries: Vec<PathBuf> = args
+    let (binaries, others): (Vec<PathBuf>, Vec<PathBuf>) = args
         .inputs
         .iter()
-        .filter(|p| crate::inputs::is_elf(p))
         .cloned()
-        .collect();
-    if let Some(other) = args.inputs.iter().find(|p| !crate::inputs::is_elf(p)) {
+        .partition(|p| crate::inputs::is_elf(p));
+    if let Some(other) = others.first() {
         bail!(
             "{}: not an ELF binary: --symbols takes binaries and reads addresses on standard input",
             other.display()
