@@ -285,6 +285,22 @@ impl Profile {
         &self.mappings[id.index()]
     }
 
+    /// The function names of `sample`'s stack, leaf first, each location's
+    /// inline chain innermost first; `0x…` for a location without lines.
+    pub fn stack_names(&self, sample: &Sample) -> Vec<String> {
+        let mut names = Vec::with_capacity(sample.locations.len());
+        for &l in &sample.locations {
+            let location = self.location(l);
+            if location.lines.is_empty() {
+                names.push(format!("{:#x}", location.address));
+            }
+            for line in &location.lines {
+                names.push(self.function(line.function).name.clone());
+            }
+        }
+        names
+    }
+
     /// Sums the values of samples with identical stacks and labels, keeping
     /// the order of first appearance.
     pub fn merge_samples(&mut self) {

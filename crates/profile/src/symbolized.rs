@@ -344,24 +344,7 @@ mod tests {
         let mut out: Vec<(Vec<String>, i64)> = p
             .samples
             .iter()
-            .map(|s| {
-                let names = s
-                    .locations
-                    .iter()
-                    .flat_map(|l| {
-                        let loc = p.location(*l);
-                        if loc.lines.is_empty() {
-                            vec![format!("{:#x}", loc.address)]
-                        } else {
-                            loc.lines
-                                .iter()
-                                .map(|line| p.function(line.function).name.clone())
-                                .collect()
-                        }
-                    })
-                    .collect();
-                (names, s.values[0])
-            })
+            .map(|s| (p.stack_names(s), s.values[0]))
             .collect();
         out.sort();
         out

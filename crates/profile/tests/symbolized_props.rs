@@ -62,22 +62,7 @@ fn profile_of(
 fn named(p: &Profile) -> BTreeMap<Vec<String>, i64> {
     let mut out = BTreeMap::new();
     for s in &p.samples {
-        let names: Vec<String> = s
-            .locations
-            .iter()
-            .flat_map(|l| {
-                let loc = p.location(*l);
-                if loc.lines.is_empty() {
-                    vec![format!("{:#x}", loc.address)]
-                } else {
-                    loc.lines
-                        .iter()
-                        .map(|line| p.function(line.function).name.clone())
-                        .collect()
-                }
-            })
-            .collect();
-        *out.entry(names).or_insert(0) += s.values[0];
+        *out.entry(p.stack_names(s)).or_insert(0) += s.values[0];
     }
     out
 }
