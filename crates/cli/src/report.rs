@@ -700,6 +700,7 @@ fn report_options(args: &Args, profile: &Profile) -> Result<Options> {
         edgefraction: args.edgefraction,
         maxdegree: args.maxdegree,
         keep_profiler_frames: args.keep_profiler_frames,
+        ..Options::default()
     })
 }
 
