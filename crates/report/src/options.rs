@@ -39,6 +39,15 @@ pub struct Options {
     pub ignore: Option<Regex>,
     /// Remove matching frames from stacks (the samples stay).
     pub hide: Option<Regex>,
+    /// Keep only matching frames in stacks (the samples stay): Go pprof's
+    /// `-show`. A frame matches by its display name, full function name or
+    /// `file:line`, or when its location's mapped file's path matches.
+    pub show: Option<Regex>,
+    /// In each stack, drop the frames above (callers of) the outermost
+    /// matching frame; drop the samples with no matching frame: Go pprof's
+    /// `-show_from`. A frame matches by its display name or full function
+    /// name, or when its location's mapped file's path matches.
+    pub show_from: Option<Regex>,
     /// Sort rows by cumulative instead of flat value.
     pub cum: bool,
     /// Keep C++ argument lists and template parameters in names.
@@ -66,6 +75,8 @@ impl Default for Options {
             focus: None,
             ignore: None,
             hide: None,
+            show: None,
+            show_from: None,
             cum: false,
             full_names: false,
             sample_index: None,

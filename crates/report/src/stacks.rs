@@ -1,6 +1,6 @@
 //! The report's view of a profile: every sample as a stack of frames at the
 //! chosen granularity, with the profiler's own frames removed and the
-//! focus/ignore/hide filters applied. Every output reads this (or the
+//! focus/ignore/hide/show/show_from filters applied. Every output reads this (or the
 //! [`crate::graph::Graph`] built from it); it is rebuilt for each report and
 //! never becomes the source of truth.
 
@@ -52,6 +52,10 @@ struct Kept {
     value: i64,
     /// Its locations need filtering (profiler frames, a duplicated leaf).
     filtered: bool,
+    /// How many of its (filtered) locations are kept, from the leaf:
+    /// `--show_from` cuts the callers above its outermost match.
+    /// `u32::MAX` keeps them all.
+    depth: u32,
 }
 
 /// Function names of the profilers' signal-handling frames. Frames of these
@@ -99,6 +103,9 @@ struct LocationView {
     profiler: bool,
     focus: bool,
     ignore: bool,
+    /// It has a frame matching `--show_from` (its frames are already cut
+    /// after the outermost one).
+    show_from: bool,
 }
 
 impl<'p> Stacks<'p> {
@@ -118,13 +125,16 @@ impl<'p> Stacks<'p> {
         let mut profiler = Vec::with_capacity(profile.locations.len());
         let mut focus = Vec::with_capacity(profile.locations.len());
         let mut ignore = Vec::with_capacity(profile.locations.len());
+        let mut show_from = Vec::with_capacity(profile.locations.len());
         for i in 0..profile.locations.len() {
             let view = table.view(LocationId::from_index(i));
             location_frames.push((location_arena.len() as u32, view.frames.len() as u32));
             location_arena.extend_from_slice(&view.frames);
-            profiler.push(view.profiler && !options.keep_profiler_frames);
+            let removed = view.profiler && !options.keep_profiler_frames;
+            profiler.push(removed);
             focus.push(view.focus);
             ignore.push(view.ignore);
+            show_from.push(view.show_from && !removed);
         }
 
         let mut stacks = Stacks {
@@ -157,11 +167,24 @@ impl<'p> Stacks<'p> {
             if options.ignore.is_some() && locations.iter().any(|l| ignore[l.index()]) {
                 continue;
             }
+            let mut depth = u32::MAX;
+            if options.show_from.is_some() {
+                // Go pprof's ShowFrom: cut above the outermost match, drop
+                // the stacks without one.
+                match locations.iter().rposition(|l| show_from[l.index()]) {
+                    Some(outermost) if outermost + 1 < locations.len() => {
+                        depth = outermost as u32 + 1;
+                    }
+                    Some(_) => {}
+                    None => continue,
+                }
+            }
             stacks.total = stacks.total.saturating_add(value);
             stacks.samples.push(Kept {
                 sample: index as u32,
                 value,
                 filtered,
+                depth,
             });
         }
         stacks.frames = table.frames;
@@ -204,19 +227,20 @@ impl<'p> Stacks<'p> {
                 );
             }
         };
+        let depth = kept.depth as usize;
         if kept.filtered {
             let mut filtered = Vec::with_capacity(locations.len());
             self.filter(locations, &mut filtered);
-            filtered.iter().for_each(push);
+            filtered.iter().take(depth).for_each(push);
         } else {
-            locations.iter().for_each(push);
+            locations.iter().take(depth).for_each(push);
         }
         kept.value
     }
 
     /// Writes the locations of kept sample `i` (leaf first, without the
-    /// profiler's frames) into `locations`, and returns the profile's
-    /// sample (for all its values).
+    /// profiler's frames, and without the callers `--show_from` cuts) into
+    /// `locations`, and returns the profile's sample (for all its values).
     pub fn kept_sample(
         &self,
         i: usize,
@@ -230,6 +254,7 @@ impl<'p> Stacks<'p> {
             locations.clear();
             locations.extend_from_slice(&sample.locations);
         }
+        locations.truncate(kept.depth as usize);
         sample
     }
 
@@ -277,6 +302,9 @@ struct FrameTable<'a> {
     by_name: FxHashMap<String, FrameId>,
     /// Display names of functions, computed once per function.
     function_names: Vec<Option<String>>,
+    /// Per mapping: its file's path matches `--show`, `--show_from` (Go
+    /// pprof keeps every frame of such a location).
+    mapping_show: Vec<(bool, bool)>,
 }
 
 impl<'a> FrameTable<'a> {
@@ -287,6 +315,17 @@ impl<'a> FrameTable<'a> {
             frames: Vec::new(),
             by_name: FxHashMap::default(),
             function_names: vec![None; profile.functions.len()],
+            mapping_show: profile
+                .mappings
+                .iter()
+                .map(|m| {
+                    let path = |re: &Option<Regex>| {
+                        re.as_ref()
+                            .is_some_and(|re| !m.path.is_empty() && re.is_match(&m.path))
+                    };
+                    (path(&options.show), path(&options.show_from))
+                })
+                .collect(),
         }
     }
 
@@ -323,6 +362,7 @@ impl<'a> FrameTable<'a> {
             profiler: false,
             focus: false,
             ignore: false,
+            show_from: false,
         };
         let matches = |re: &Option<Regex>, texts: &[&str]| {
             re.as_ref()
@@ -334,6 +374,16 @@ impl<'a> FrameTable<'a> {
             view.ignore |= matches(&self.options.ignore, &[&address_text]);
         }
 
+        let (mapping_show, mapping_show_from) = location
+            .mapping
+            .and_then(|m| self.mapping_show.get(m.index()).copied())
+            .unwrap_or_default();
+        let options: &'a Options = self.options;
+        let show = |texts: &[&str]| {
+            options.show.is_none() || mapping_show || matches(&options.show, texts)
+        };
+        let show_from = |texts: &[&str]| mapping_show_from || matches(&options.show_from, texts);
+
         if location.lines.is_empty() {
             let address_text = names::address(address);
             let name = match self.options.granularity {
@@ -341,7 +391,8 @@ impl<'a> FrameTable<'a> {
                 Granularity::Lines | Granularity::Files => format!("{address_text} ??:0"),
                 Granularity::Addresses => format!("{address:016x} {address_text} ??:0"),
             };
-            if !matches(&self.options.hide, &[&name]) {
+            if !matches(&self.options.hide, &[&name]) && show(&[&name]) {
+                view.show_from = show_from(&[&name]);
                 view.frames.push(self.intern(Frame {
                     name,
                     function: String::new(),
@@ -355,6 +406,7 @@ impl<'a> FrameTable<'a> {
             return view;
         }
         let outermost = location.lines.len() - 1;
+        let mut outermost_match: Option<usize> = None;
         for (depth, line) in location.lines.iter().enumerate() {
             let function = profile.function(line.function);
             if PROFILER_FRAMES.contains(&function.name.as_str())
@@ -365,6 +417,7 @@ impl<'a> FrameTable<'a> {
             let short = self.function_name(line.function);
             let needs_file_line = self.options.focus.is_some()
                 || self.options.ignore.is_some()
+                || self.options.show.is_some()
                 || matches!(
                     self.options.granularity,
                     Granularity::Lines | Granularity::Addresses
@@ -388,8 +441,15 @@ impl<'a> FrameTable<'a> {
                 Granularity::Files => function.filename.clone(),
                 Granularity::Addresses => format!("{address:016x} {short} {file_line}"),
             };
-            if matches(&self.options.hide, &[&name, &function.name]) {
+            if matches(&self.options.hide, &[&name, &function.name])
+                || !show(&[&name, &function.name, &file_line])
+            {
                 continue;
+            }
+            if show_from(&[&name, &function.name]) {
+                // Go pprof keeps a location's lines up to its outermost
+                // match: the frames pushed so far and this one.
+                outermost_match = Some(view.frames.len() + 1);
             }
             let frame = Frame {
                 name,
@@ -401,6 +461,12 @@ impl<'a> FrameTable<'a> {
                 inlined: depth != outermost,
             };
             view.frames.push(self.intern(frame));
+        }
+        if let Some(kept) = outermost_match {
+            view.show_from = true;
+            if !mapping_show_from {
+                view.frames.truncate(kept);
+            }
         }
         view
     }

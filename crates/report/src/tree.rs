@@ -16,7 +16,14 @@
 //! Nodes are trimmed as Go pprof trims them (`--nodefraction`, 0.005;
 //! `--nodecount`, 80; `--edgefraction`, 0.001; see [`write`]) and come in
 //! `--text`'s order (`--cum` applies); only edges between shown nodes are
-//! listed. Percentages follow Go pprof's
+//! listed, each node's callers and callees by decreasing weight, then by
+//! name, as Go sorts them.
+//!
+//! [`write_peek`] is Go pprof's `-peek=RE`: the same blocks for the nodes
+//! whose name matches RE only, untrimmed, each with all its callers and
+//! callees.
+//!
+//! Percentages follow Go pprof's
 //! `measurement.Percentage`: `100%` within 0.05 of a hundred, `%5.2f%%`
 //! from 1%, `%5.2g%%` below.
 
@@ -26,10 +33,12 @@ use std::io::{self, Write};
 use rustc_hash::FxHashMap;
 
 use crate::callgraph::DEFAULT_NODECOUNT;
+use regex::Regex;
+
 use crate::graph::{Edge, Graph};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
-use crate::text::{percent_base, rows, unit_word};
+use crate::text::{percent_base, rows, unit_word, Row};
 
 /// The separator line between nodes.
 pub const SEPARATOR: &str =
@@ -72,20 +81,8 @@ pub fn write(
     let mut edges = Graph::edges_among(stacks, &kept);
     // Go says nothing of these: its last trimming step finds none left.
     edges.retain(|e| e.weight.abs() as f64 + SLACK >= edge_cutoff);
-    let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
-    let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
-    // Edges come sorted by weight (largest first), then ids.
-    for edge in &edges {
-        callers.entry(edge.callee).or_default().push(edge);
-        callees.entry(edge.caller).or_default().push(edge);
-    }
-    let unit = unit_word(stacks);
     let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
-    writeln!(
-        out,
-        "Showing nodes accounting for {shown_flat}, {} of {total} {unit} total",
-        percentage(shown_flat, total).trim_start(),
-    )?;
+    summary(out, stacks, shown_flat, total)?;
     if dropped_nodes > 0 {
         writeln!(
             out,
@@ -96,13 +93,121 @@ pub fn write(
     if rows.len() < candidates {
         writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
     }
+    write_blocks(out, stacks, &rows, &edges, total)
+}
+
+/// Writes Go pprof's `-peek=RE` report: the `-tree` blocks of the nodes
+/// whose name matches `re`, in `--text`'s order (`--cum` applies), each
+/// with all its callers and callees. Like Go, whose driver turns trimming
+/// off for `peek`, nothing is trimmed: `nodecount`, `nodefraction` and
+/// `edgefraction` of `options` are not applied, and the summary line
+/// counts every node. `sum%` adds up the matching nodes only, as Go's
+/// does. `graph` needs no edges: those of the matching nodes are counted
+/// here. When no node matches, nothing is written and an `InvalidInput`
+/// error says so (Go's "no matches found for regexp: RE").
+pub fn write_peek(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    re: &Regex,
+) -> io::Result<()> {
+    let total = percent_base(graph);
+    let all = Options {
+        nodecount: None,
+        ..options.clone()
+    };
+    let mut rows = rows(stacks, graph, &all);
+    let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
+    rows.retain(|r| re.is_match(&stacks.frame(r.frame).name));
+    if rows.is_empty() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("no matches found for regexp: {re}"),
+        ));
+    }
+    let edges = edges_touching(stacks, &rows);
+    summary(out, stacks, shown_flat, total)?;
+    write_blocks(out, stacks, &rows, &edges, total)
+}
+
+/// `Showing nodes accounting for ...`, the first line of both reports.
+fn summary(out: &mut dyn Write, stacks: &Stacks, shown_flat: i64, total: i64) -> io::Result<()> {
+    writeln!(
+        out,
+        "Showing nodes accounting for {shown_flat}, {} of {total} {} total",
+        percentage(shown_flat, total).trim_start(),
+        unit_word(stacks),
+    )
+}
+
+/// The edges with an end in `rows`: the neighbours of those nodes are
+/// found in one pass over the stacks, then the edges among them all are
+/// counted as [`Graph::edges_among`] counts them, and those between two
+/// neighbours left out.
+fn edges_touching(stacks: &Stacks, rows: &[Row]) -> Vec<Edge> {
+    let n = stacks.frames.len();
+    let mut matched = vec![false; n];
+    for row in rows {
+        matched[row.frame.index()] = true;
+    }
+    let mut kept = matched.clone();
+    stacks.for_each(|frames, _| {
+        for pair in frames.windows(2) {
+            let (callee, caller) = (pair[0].index(), pair[1].index());
+            if matched[callee] {
+                kept[caller] = true;
+            }
+            if matched[caller] {
+                kept[callee] = true;
+            }
+        }
+    });
+    let kept: Vec<FrameId> = (0..n)
+        .filter(|&i| kept[i])
+        .map(|i| FrameId(i as u32))
+        .collect();
+    let mut edges = Graph::edges_among(stacks, &kept);
+    edges.retain(|e| matched[e.caller.index()] || matched[e.callee.index()]);
+    edges
+}
+
+/// The separator, the legend, then one block per row (its callers, itself,
+/// its callees, each list by decreasing |weight|, then caller name, then
+/// callee name, as Go's `EdgeMap.Sort`; no self-edges, as Go's graph has
+/// none), then a closing separator. `sum%` adds up the flat of `rows`
+/// only.
+fn write_blocks(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    rows: &[Row],
+    edges: &[Edge],
+    total: i64,
+) -> io::Result<()> {
+    let name = |id: FrameId| stacks.frame(id).name.as_str();
+    let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
+    let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
+    // Go's graph has no self-edges: a recursive call is in the node's cum.
+    for edge in edges.iter().filter(|e| e.caller != e.callee) {
+        callers.entry(edge.callee).or_default().push(edge);
+        callees.entry(edge.caller).or_default().push(edge);
+    }
+    let by_weight_then_names = |a: &&Edge, b: &&Edge| {
+        b.weight
+            .abs()
+            .cmp(&a.weight.abs())
+            .then_with(|| name(a.caller).cmp(name(b.caller)))
+            .then_with(|| name(a.callee).cmp(name(b.callee)))
+    };
+    for list in callers.values_mut().chain(callees.values_mut()) {
+        list.sort_by(by_weight_then_names);
+    }
     writeln!(out, "{SEPARATOR}")?;
     writeln!(out, "{LEGEND}")?;
-    let name = |id: FrameId| stacks.frame(id).name.as_str();
     // Lines are built in a buffer: a big profile has millions of edges.
     let mut s = String::with_capacity(1 << 16);
     let mut sum = 0i64;
-    for row in &rows {
+    for row in rows {
         s.push_str(SEPARATOR);
         s.push('\n');
         for edge in callers.get(&row.frame).into_iter().flatten() {
