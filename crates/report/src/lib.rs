@@ -3,7 +3,8 @@
 //!
 //! The pipeline: [`Stacks::build`] turns a [`cpuprof_profile::Profile`]
 //! into stacks of [`Frame`]s at the chosen [`Granularity`], with the
-//! profiler's own frames removed and `--focus`/`--ignore`/`--hide` applied;
+//! profiler's own frames removed and `--focus`/`--ignore`/`--hide`/`--show`/
+//! `--show_from` applied;
 //! [`Graph::build`] makes the call graph (flat and cumulative values per
 //! node, caller→callee edges); each output module renders one of them.
 //!
@@ -15,11 +16,11 @@
 //!
 //! The annotated listings: [`listing`] (`--list`, source lines) and
 //! [`disasm`] (`--disasm`, instructions), with source files found by
-//! [`source::SourceFiles`].
+//! [`source::SourceFiles`]; [`weblist`] puts both on one HTML page.
 //!
 //! The stack and machine-readable outputs: [`collapsed`] (folded stacks),
 //! [`traces`] (every distinct stack), [`tree`] (callers and callees per
-//! node), [`json`] (the text report's rows), [`callgrind`] (KCachegrind),
+//! node, and `peek`), [`json`] (the text report's rows), [`callgrind`] (KCachegrind),
 //! [`raw`] (perl pprof's symbolized raw profile).
 #![deny(missing_docs)]
 
@@ -45,6 +46,7 @@ pub mod svg;
 pub mod text;
 pub mod traces;
 pub mod tree;
+pub mod weblist;
 
 pub use graph::{Edge, Graph, Node, NodeId};
 pub use options::{Granularity, Options};

@@ -33,7 +33,7 @@ use crate::source::SourceFiles;
 use crate::stacks::Stacks;
 
 /// Lines of context printed before and after a function.
-const CONTEXT: i64 = 5;
+pub(crate) const CONTEXT: i64 = 5;
 
 /// The annotated lines of one function.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
