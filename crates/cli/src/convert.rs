@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 
-use crate::inputs::{Inputs, Loader};
+use cpuprof_driver::load::{Inputs, Loader};
 use cpuprof_profile::{collapsed, dcpi, gmon, gperftools, proto, Profile};
 
 /// Arguments of `cpuprof convert`.
@@ -142,7 +142,9 @@ fn write(
             }
             let stacks = cpuprof_report::Stacks::build(profile, &options);
             let mut f = create(out)?;
-            crate::report::write_callgrind(&mut f, binaries, symbolizer, &stacks, &options)?;
+            cpuprof_driver::session::write_callgrind(
+                &mut f, binaries, symbolizer, &stacks, &options,
+            )?;
             f.flush()?;
         }
         Target::Gmon => {

@@ -3,8 +3,6 @@
 
 mod convert;
 mod demo;
-mod graph_output;
-mod inputs;
 mod record;
 mod report;
 

@@ -8,8 +8,7 @@
 //! temporary directory) and are started in the background; without a
 //! display the path is printed instead.
 
-use std::fs;
-use std::io::{self, IsTerminal, Read, Write};
+use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -18,96 +17,7 @@ use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::dot::{self, DotTarget};
 use cpuprof_report::svg;
 
-/// Which program draws `--svg`.
-#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
-pub enum LayoutEngine {
-    /// cpuprof's own layered layout (no Graphviz needed).
-    Builtin,
-    /// Graphviz's `dot`.
-    Dot,
-}
-
-/// A file format of the call graph.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum GraphFormat {
-    /// Graphviz source.
-    Dot,
-    /// SVG (built-in layout or dot).
-    Svg,
-    /// PostScript (dot -Tps2, as pprof).
-    Ps,
-    /// PDF (dot -Tpdf).
-    Pdf,
-    /// GIF (dot -Tgif).
-    Gif,
-    /// PNG (dot -Tpng).
-    Png,
-}
-
-impl GraphFormat {
-    fn name(self) -> &'static str {
-        match self {
-            GraphFormat::Dot => "DOT",
-            GraphFormat::Svg => "SVG",
-            GraphFormat::Ps => "PostScript",
-            GraphFormat::Pdf => "PDF",
-            GraphFormat::Gif => "GIF",
-            GraphFormat::Png => "PNG",
-        }
-    }
-
-    fn extension(self) -> &'static str {
-        match self {
-            GraphFormat::Dot => "dot",
-            GraphFormat::Svg => "svg",
-            GraphFormat::Ps => "ps",
-            GraphFormat::Pdf => "pdf",
-            GraphFormat::Gif => "gif",
-            GraphFormat::Png => "png",
-        }
-    }
-
-    /// dot's `-T` argument.
-    fn dot_format(self) -> &'static str {
-        match self {
-            GraphFormat::Dot => "dot",
-            GraphFormat::Svg => "svg",
-            GraphFormat::Ps => "ps2",
-            GraphFormat::Pdf => "pdf",
-            GraphFormat::Gif => "gif",
-            GraphFormat::Png => "png",
-        }
-    }
-
-    /// Formats that would garble a terminal.
-    fn is_binary(self) -> bool {
-        matches!(self, GraphFormat::Pdf | GraphFormat::Gif | GraphFormat::Png)
-    }
-}
-
-/// A program that shows the written file.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Viewer {
-    /// `gv` on PostScript.
-    Gv,
-    /// `evince` on PDF.
-    Evince,
-    /// `$BROWSER` (else `xdg-open`) on SVG.
-    Web,
-}
-
-/// What the user asked for.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GraphRequest {
-    /// The file format.
-    pub format: GraphFormat,
-    /// A viewer to open the file with.
-    pub viewer: Option<Viewer>,
-    /// `--layout`; `None` means dot when installed, else built-in.
-    pub layout: Option<LayoutEngine>,
-    /// `-o FILE`.
-    pub output: Option<PathBuf>,
-}
+use crate::commands::{GraphFormat, Viewer};
 
 /// The path of `tool` on PATH.
 fn which(tool: &str) -> Option<PathBuf> {
@@ -118,53 +28,16 @@ fn which(tool: &str) -> Option<PathBuf> {
     })
 }
 
-/// Renders the call graph as asked: writes it to `-o FILE` or standard
-/// output, or to a file a viewer is started on.
-pub fn write(graph: &CallGraph, request: &GraphRequest) -> Result<i32> {
-    let bytes = render(graph, request)?;
-    if let Some(viewer) = request.viewer {
-        let path = match &request.output {
-            Some(path) => path.clone(),
-            None => std::env::temp_dir().join(format!(
-                "cpuprof-{}-callgraph.{}",
-                std::process::id(),
-                request.format.extension()
-            )),
-        };
-        fs::write(&path, &bytes).with_context(|| format!("{}: cannot write", path.display()))?;
-        open_viewer(viewer, &path);
-        return Ok(0);
-    }
-    match &request.output {
-        Some(path) => {
-            fs::write(path, &bytes).with_context(|| format!("{}: cannot write", path.display()))?
-        }
-        None => {
-            let stdout = io::stdout();
-            if request.format.is_binary() && stdout.is_terminal() {
-                bail!(
-                    "refusing to write {} to a terminal: use -o FILE or redirect standard output",
-                    request.format.name()
-                );
-            }
-            let mut lock = stdout.lock();
-            lock.write_all(&bytes)?;
-            lock.flush()?;
-        }
-    }
-    Ok(0)
-}
-
-/// The bytes of the requested format.
-fn render(graph: &CallGraph, request: &GraphRequest) -> Result<Vec<u8>> {
-    let format = request.format;
+/// The call graph in `format`; SVG drawn by `layout` (the `layout`
+/// setting: `auto` means dot when installed, else our own layout).
+pub fn render(graph: &CallGraph, format: GraphFormat, layout: &str) -> Result<Vec<u8>> {
     let dot_installed = which("dot").is_some();
     let use_dot = match format {
         GraphFormat::Dot => false,
-        GraphFormat::Svg => match request.layout {
-            Some(LayoutEngine::Builtin) => false,
-            Some(LayoutEngine::Dot) => true,
-            None => dot_installed,
+        GraphFormat::Svg => match layout {
+            "builtin" => false,
+            "dot" => true,
+            _ => dot_installed,
         },
         _ => true,
     };
@@ -181,7 +54,7 @@ fn render(graph: &CallGraph, request: &GraphRequest) -> Result<Vec<u8>> {
     if !dot_installed {
         bail!(
             "{} output needs Graphviz's `dot`, which is not installed (Debian: apt-get install graphviz); \
-             --dot and --svg (built-in layout) work without it",
+             dot and svg (built-in layout) work without it",
             format.name()
         );
     }
@@ -239,9 +112,9 @@ fn has_display() -> bool {
         .any(|name| std::env::var_os(name).is_some_and(|v| !v.is_empty()))
 }
 
-/// Starts the viewer on `path` in the background; prints the path when no
-/// viewer can be started.
-fn open_viewer(viewer: Viewer, path: &Path) {
+/// Starts the viewer on `path` (which holds `what`) in the background;
+/// writes the path to `out` when no viewer can be started.
+pub fn open_viewer(viewer: Viewer, path: &Path, what: &str, out: &mut dyn Write) -> Result<()> {
     let command: Option<(String, Vec<String>)> = match viewer {
         Viewer::Gv => which("gv").map(|_| ("gv".to_string(), Vec::new())),
         Viewer::Evince => which("evince").map(|_| ("evince".to_string(), Vec::new())),
@@ -278,7 +151,8 @@ fn open_viewer(viewer: Viewer, path: &Path) {
         } else {
             "no display".to_string()
         };
-        eprintln!("cpuprof: wrote the call graph; {why} to show it");
-        println!("{}", path.display());
+        eprintln!("cpuprof: wrote {what}; {why} to show it");
+        writeln!(out, "{}", path.display())?;
     }
+    Ok(())
 }

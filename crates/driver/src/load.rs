@@ -1,4 +1,4 @@
-//! Reading the inputs of `report` and `convert`: ELF binaries and profiles
+//! Reading the inputs of a session and of `convert`: ELF binaries and profiles
 //! told apart by content, profiles read (any format, a DCPI database
 //! directory too), symbolized, summed, and a base subtracted.
 

@@ -1,0 +1,606 @@
+//! A session: the inputs loaded once ([`Session::load`]: read, summed, a
+//! base subtracted, symbolized), then any number of reports
+//! ([`Session::run`]): settings → report options → stacks (profiler
+//! frames dropped, filters, granularity) → graph → the output module, all
+//! in this one function's dispatch.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
+use cpuprof_report::callgraph::CallGraph;
+use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
+use cpuprof_report::source::SourceFiles;
+use cpuprof_report::{disasm, listing, text, Granularity, Graph, Options, Stacks};
+
+use crate::commands::{CommandDef, FlameKind, Output};
+use crate::graph_output;
+use crate::load::{Inputs, Loader};
+use crate::settings::{compile_regex, Config};
+
+/// What a session loads.
+#[derive(Clone, Debug, Default)]
+pub struct Sources {
+    /// Binaries (ELF) and profiles, in any order, told apart by content.
+    pub inputs: Vec<PathBuf>,
+    /// A profile to subtract (`--base`).
+    pub base: Option<PathBuf>,
+    /// DCPI databases: the epoch to read.
+    pub epoch: Option<String>,
+    /// Symbolize (else addresses only).
+    pub symbolize: bool,
+    /// More places for separate debug files.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+/// The loaded inputs, and everything a report needs besides the settings.
+pub struct Session {
+    sources: Sources,
+    binaries: Vec<PathBuf>,
+    profiles: Vec<PathBuf>,
+    loader: Loader,
+    /// The profiles summed, the base subtracted: what reports read.
+    profile: Profile,
+    /// With a base: the sum and the base apart (flame graph widths cannot
+    /// be negative: the base colours them).
+    parts: Option<(Profile, Profile)>,
+}
+
+/// Where a report goes when the settings name no file.
+pub struct Destination<'a> {
+    /// Standard output (or the shell's interruptible writer around it).
+    pub out: &'a mut dyn Write,
+    /// `out` is a terminal: binary formats are refused there.
+    pub is_terminal: bool,
+}
+
+impl Session {
+    /// Loads `sources`: reads every profile (any format), sums them,
+    /// subtracts the base, symbolizes with the binaries among the inputs.
+    pub fn load(sources: Sources) -> Result<Session> {
+        let Inputs { binaries, profiles } = Inputs::classify(&sources.inputs)?;
+        let mut options = cpuprof_symbolize::Options {
+            binaries: binaries.clone(),
+            ..cpuprof_symbolize::Options::default()
+        };
+        options
+            .debug_dirs
+            .extend(sources.debug_dirs.iter().cloned());
+        let loader = Loader::new(sources.epoch.clone(), options, sources.symbolize);
+        let sum = loader.load_sum(&profiles, None)?;
+        let (profile, parts) = match &sources.base {
+            None => (sum, None),
+            Some(base) => {
+                let base = loader.load(base)?;
+                let diff = cpuprof_profile::merge::merge(vec![sum.clone(), {
+                    let mut negative = base.clone();
+                    negative.scale(-1);
+                    negative
+                }])
+                .context("--base")?;
+                (diff, Some((sum, base)))
+            }
+        };
+        Ok(Session {
+            sources,
+            binaries,
+            profiles,
+            loader,
+            profile,
+            parts,
+        })
+    }
+
+    /// The profile reports read (summed, base subtracted).
+    pub fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    /// The inputs as given.
+    pub fn inputs(&self) -> &[PathBuf] {
+        &self.sources.inputs
+    }
+
+    /// The names of the profile's sample types (`samples`, `cpu`, ...).
+    pub fn sample_types(&self) -> Vec<String> {
+        self.profile
+            .sample_types
+            .iter()
+            .map(|t| t.kind.clone())
+            .collect()
+    }
+
+    /// The shell's greeting: the inputs, the total, and how to get help.
+    pub fn greeting(&self, config: &Config) -> Result<String> {
+        let mut greeting = String::new();
+        let names: Vec<String> = self
+            .sources
+            .inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        greeting.push_str(&format!("Inputs: {}\n", names.join(" ")));
+        if let Some(base) = &self.sources.base {
+            greeting.push_str(&format!("Base: {} (subtracted)\n", base.display()));
+        }
+        let options = config.report_options(&self.profile)?;
+        let stacks = Stacks::build(&self.profile, &options);
+        greeting.push_str(&format!(
+            "Total: {} {}\n",
+            stacks.grand_total,
+            text::unit_word(&stacks)
+        ));
+        greeting.push_str(
+            "Entering interactive mode (type \"help\" for commands, \"o\" for options)\n",
+        );
+        Ok(greeting)
+    }
+
+    /// Every function name a report may print (short form, as `top`
+    /// prints them, and full), sorted: the shell completes them.
+    pub fn function_names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .profile
+            .functions
+            .iter()
+            .flat_map(|f| {
+                let short = cpuprof_report::names::short_name(&f.name);
+                if short == f.name {
+                    vec![short]
+                } else {
+                    vec![short, f.name.clone()]
+                }
+            })
+            .filter(|n| !n.is_empty())
+            .collect();
+        names.sort_unstable();
+        names.dedup();
+        names
+    }
+
+    /// Writes the report `command` (with its regex or flame format `arg`)
+    /// under `config`, to the `output` setting's file or to `destination`.
+    pub fn run(
+        &self,
+        command: &CommandDef,
+        arg: Option<&str>,
+        config: &Config,
+        destination: Destination,
+    ) -> Result<()> {
+        if command.takes_regex && arg.is_none() {
+            bail!(
+                "{} needs a regular expression: {} {}",
+                command.name,
+                command.name,
+                command.usage
+            );
+        }
+        let output_file = config.text("output").map(PathBuf::from);
+        let cx = Request {
+            session: self,
+            config,
+            command,
+            arg,
+        };
+        if let Output::Gprof = command.output {
+            return cx.with_writer(output_file.as_deref(), destination, |out| cx.gprof(out));
+        }
+        let profile = match (&command.output, &self.parts) {
+            (Output::Flame(_), Some((sum, _))) => sum,
+            _ => &self.profile,
+        };
+        let mut options = config.report_options(profile)?;
+        match command.output {
+            // Listings need each frame's line or address.
+            Output::List => options.granularity = Granularity::Lines,
+            Output::Disasm | Output::Weblist => options.granularity = Granularity::Addresses,
+            _ => {}
+        }
+        let stacks = Stacks::build(profile, &options);
+        let cx = RenderContext {
+            cx,
+            options: &options,
+            profile,
+            stacks: &stacks,
+        };
+        match command.output {
+            Output::Graph(format, viewer) => {
+                let bytes = cx.call_graph(format)?;
+                match viewer {
+                    Some(viewer) => {
+                        let path = output_file.unwrap_or_else(|| temp_path(command));
+                        std::fs::write(&path, &bytes)
+                            .with_context(|| format!("{}: cannot write", path.display()))?;
+                        graph_output::open_viewer(viewer, &path, "the call graph", destination.out)
+                    }
+                    None => {
+                        if output_file.is_none() && format.is_binary() && destination.is_terminal {
+                            bail!(
+                                "refusing to write {} to a terminal: use -o FILE or redirect standard output",
+                                format.name()
+                            );
+                        }
+                        cx.cx
+                            .with_writer(output_file.as_deref(), destination, |out| {
+                                Ok(out.write_all(&bytes)?)
+                            })
+                    }
+                }
+            }
+            Output::Weblist => {
+                let path = output_file.unwrap_or_else(|| temp_path(command));
+                let mut file = BufWriter::new(
+                    File::create(&path)
+                        .with_context(|| format!("{}: cannot create", path.display()))?,
+                );
+                cx.weblist(&mut file)?;
+                file.flush()?;
+                drop(file);
+                graph_output::open_viewer(
+                    crate::commands::Viewer::Web,
+                    &path,
+                    "the annotated source",
+                    destination.out,
+                )
+            }
+            _ => cx
+                .cx
+                .with_writer(output_file.as_deref(), destination, |out| cx.render(out)),
+        }
+    }
+
+    /// The program named in reports: the first binary as given, else the
+    /// first mapped file of the profile (the main executable).
+    pub fn program_name(&self) -> String {
+        program_name(&self.binaries, &self.profile)
+    }
+
+    /// The loader's symbolizer (its binaries stay open).
+    pub fn symbolizer(&self) -> &cpuprof_symbolize::Symbolizer {
+        self.loader.symbolizer()
+    }
+
+    /// The binaries among the inputs.
+    pub fn binaries(&self) -> &[PathBuf] {
+        &self.binaries
+    }
+}
+
+/// A temporary file for a command's output (Go pprof writes `pprofNNN.ext`
+/// in the temporary directory too).
+fn temp_path(command: &CommandDef) -> PathBuf {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    static NEXT: AtomicU32 = AtomicU32::new(1);
+    std::env::temp_dir().join(format!(
+        "cpuprof-{}-{:03}-{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed),
+        command.name,
+        command.extension()
+    ))
+}
+
+/// A request, before the stacks are built.
+struct Request<'a> {
+    session: &'a Session,
+    config: &'a Config,
+    command: &'a CommandDef,
+    arg: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// Runs `write` on the file `path` (created) or on `destination`.
+    fn with_writer(
+        &self,
+        path: Option<&Path>,
+        destination: Destination,
+        write: impl FnOnce(&mut dyn Write) -> Result<()>,
+    ) -> Result<()> {
+        match path {
+            Some(path) => {
+                let mut file = BufWriter::new(
+                    File::create(path)
+                        .with_context(|| format!("{}: cannot create", path.display()))?,
+                );
+                write(&mut file)?;
+                file.flush()
+                    .with_context(|| format!("{}: cannot write", path.display()))?;
+            }
+            None => {
+                let mut out = BufWriter::with_capacity(1 << 16, destination.out);
+                write(&mut out)?;
+                out.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The command's regex argument, compiled.
+    fn regex(&self) -> Result<regex::Regex> {
+        compile_regex(self.command.name, self.arg.unwrap_or(""))
+    }
+
+    /// `gprof`: gprof's brief report of the summed gmon.out files, read
+    /// natively (not through the profile model).
+    fn gprof(&self, out: &mut dyn Write) -> Result<()> {
+        let session = self.session;
+        let Some(binary) = session.binaries.first() else {
+            bail!("gprof needs the executable the gmon.out files were written by");
+        };
+        let exe =
+            std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
+        let mut symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
+            .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
+        symbols.resolve_source_files(binary);
+        let target = cpuprof_report::executable::elf_target(&exe);
+        let mut sum: Option<gmon::GmonFile> = None;
+        for path in &session.profiles {
+            let data =
+                std::fs::read(path).with_context(|| format!("{}: cannot read", path.display()))?;
+            let options = ReadOptions {
+                target,
+                ..ReadOptions::default()
+            };
+            match cpuprof_profile::detect_format_with(&data, &options) {
+                Some(Format::Gmon) | None => {}
+                Some(other) => bail!(
+                    "{}: a {}, but gprof reads gmon.out files only",
+                    path.display(),
+                    other.name()
+                ),
+            }
+            let file = gmon::read(&data, target)
+                .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+            match &mut sum {
+                None => sum = Some(file),
+                Some(s) => s
+                    .merge(file)
+                    .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+            }
+        }
+        let sum = sum.context("gprof needs a gmon.out file")?;
+        cpuprof_report::gprof::write_report(&sum, &symbols, out)?;
+        Ok(())
+    }
+}
+
+/// A request with its stacks built.
+struct RenderContext<'a> {
+    cx: Request<'a>,
+    options: &'a Options,
+    profile: &'a Profile,
+    stacks: &'a Stacks<'a>,
+}
+
+impl RenderContext<'_> {
+    /// Writes every output that goes to one writer: the one dispatch point
+    /// of outputs.
+    fn render(&self, out: &mut dyn Write) -> Result<()> {
+        let (stacks, options, profile) = (self.stacks, self.options, self.profile);
+        let session = self.cx.session;
+        match self.cx.command.output {
+            Output::Text => {
+                let graph = Graph::build(stacks, false);
+                text::write(out, stacks, &graph, options)?;
+            }
+            Output::Tree => {
+                self.flat_profile_note();
+                let graph = Graph::build(stacks, false);
+                cpuprof_report::tree::write(out, stacks, &graph, options)?;
+            }
+            Output::Peek => {
+                let re = self.cx.regex()?;
+                let graph = Graph::build(stacks, false);
+                cpuprof_report::tree::write_peek(out, stacks, &graph, options, &re)?;
+            }
+            Output::Traces => {
+                cpuprof_report::traces::write(out, stacks, &session.program_name())?;
+            }
+            Output::List => {
+                let re = self.cx.regex()?;
+                let mut listings = listing::listings(stacks, &re, options.full_names);
+                if listings.is_empty() {
+                    bail!("list {re}: no function with samples matches");
+                }
+                if session.sources.symbolize {
+                    let binaries = session.symbolizer().binaries_for(profile);
+                    listing::extend_from_binaries(&mut listings, stacks, &binaries);
+                }
+                let mut sources = self.source_files();
+                listing::write(out, &listings, &text::unit_word(stacks), &mut sources)?;
+            }
+            Output::Disasm => {
+                let re = self.cx.regex()?;
+                let binaries = session.symbolizer().binaries_for(profile);
+                let disassemblies = disasm::disassemble(stacks, &re, options.full_names, &binaries)
+                    .map_err(|e| anyhow::anyhow!("disasm {re}: {e}"))?;
+                let mut sources = self.source_files();
+                disasm::write(
+                    out,
+                    &disassemblies,
+                    &text::unit_word(stacks),
+                    stacks.total,
+                    &mut sources,
+                )?;
+            }
+            Output::Raw => {
+                cpuprof_report::raw::write(out, stacks, &session.program_name())?;
+            }
+            Output::Collapsed => cpuprof_report::collapsed::write(out, stacks)?,
+            Output::Json => {
+                let graph = Graph::build(stacks, false);
+                cpuprof_report::json::write(out, stacks, &graph, options)?;
+            }
+            Output::Callgrind => {
+                self.flat_profile_note();
+                write_callgrind(
+                    out,
+                    &session.binaries,
+                    session.symbolizer(),
+                    stacks,
+                    options,
+                )?;
+            }
+            Output::Proto => cpuprof_profile::proto::write(profile, out)?,
+            Output::Comments => {
+                for comment in &profile.comments {
+                    writeln!(out, "{comment}")?;
+                }
+            }
+            Output::Dcpiprof => {
+                let index = options
+                    .sample_index
+                    .unwrap_or_else(|| profile.default_sample_index());
+                cpuprof_report::dcpiprof::write(profile, index, out)?;
+            }
+            Output::Flame(kind) => self.flame(kind, out)?,
+            Output::Graph(..) | Output::Weblist | Output::Gprof => {
+                bail!("{} is not written to a stream", self.cx.command.name)
+            }
+        }
+        Ok(())
+    }
+
+    fn source_files(&self) -> SourceFiles {
+        SourceFiles::new(
+            self.cx.config.text("source_path"),
+            self.cx.config.text("trim_path"),
+        )
+    }
+
+    /// The flame graph: HTML, or SVG when the argument or the output
+    /// file's extension says so.
+    fn flame(&self, kind: FlameKind, out: &mut dyn Write) -> Result<()> {
+        let session = self.cx.session;
+        let svg = match self.cx.arg {
+            Some(format) => format == "svg",
+            None => self
+                .cx
+                .config
+                .text("output")
+                .is_some_and(|o| o.ends_with(".svg")),
+        };
+        let flame_options = FlameOptions {
+            format: if svg {
+                FlameFormat::Svg
+            } else {
+                FlameFormat::Html
+            },
+            orientation: match kind {
+                FlameKind::Flame => FlameOrientation::Flame,
+                FlameKind::Icicle => FlameOrientation::Icicle,
+            },
+            ..FlameOptions::default()
+        };
+        let base_stacks = session
+            .parts
+            .as_ref()
+            .map(|(_, base)| Stacks::build(base, self.options));
+        let mut title: Vec<String> = session
+            .sources
+            .inputs
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        if let Some(note) = self.flat_profile_note() {
+            title.push(format!("({note})"));
+        }
+        let input = flame::input_from_stacks(&title.join(" "), self.stacks, base_stacks.as_ref());
+        flame::write_flame(&input, &flame_options, out)?;
+        Ok(())
+    }
+
+    /// The call graph's bytes in `format`.
+    fn call_graph(&self, format: crate::commands::GraphFormat) -> Result<Vec<u8>> {
+        let graph = Graph::build(self.stacks, false);
+        let program = self.cx.session.program_name();
+        let mut call_graph = CallGraph::build(&program, self.stacks, &graph, self.options)?;
+        call_graph.notes.extend(self.flat_profile_note());
+        if call_graph.node_limit > 0 || call_graph.edge_limit > 0 {
+            // As pprof says it.
+            eprintln!(
+                "Dropping nodes with <= {} {unit}; edges with <= {} abs({unit})",
+                call_graph.node_limit,
+                call_graph.edge_limit,
+                unit = call_graph.unit
+            );
+        }
+        graph_output::render(&call_graph, format, self.cx.config.get("layout"))
+    }
+
+    /// `weblist`: the annotated source with its instructions as one page.
+    fn weblist(&self, out: &mut dyn Write) -> Result<()> {
+        let session = self.cx.session;
+        let re = self.cx.regex()?;
+        let binaries = session.symbolizer().binaries_for(self.profile);
+        let disassemblies =
+            disasm::disassemble(self.stacks, &re, self.options.full_names, &binaries)
+                .map_err(|e| anyhow::anyhow!("weblist {re}: {e}"))?;
+        let mut sources = self.source_files();
+        // MERGE-WEBLIST
+        let _ = (out, disassemblies, &mut sources);
+        bail!("weblist pending");
+    }
+
+    /// For outputs drawn from call stacks: the note that the profile has
+    /// none (DCPI, gmon.out histograms), also printed on stderr.
+    fn flat_profile_note(&self) -> Option<String> {
+        let index = self
+            .options
+            .sample_index
+            .unwrap_or_else(|| self.profile.default_sample_index());
+        if !cpuprof_report::has_no_call_stacks(self.profile, index) {
+            return None;
+        }
+        let note = cpuprof_report::no_call_stacks_note(self.profile, index);
+        eprintln!("cpuprof: note: {note}");
+        Some(note)
+    }
+}
+
+/// Writes the callgrind file of `stacks`: the one writer of `report
+/// --callgrind` and `convert --to callgrind`, so that both give the same
+/// bytes.
+pub fn write_callgrind(
+    out: &mut dyn Write,
+    binaries: &[PathBuf],
+    symbolizer: &cpuprof_symbolize::Symbolizer,
+    stacks: &Stacks,
+    options: &Options,
+) -> Result<()> {
+    let graph = Graph::build(stacks, true);
+    let program = program_name(binaries, stacks.profile());
+    // Link-time positions (--addresses) come from the binaries.
+    let files = if stacks.granularity == Granularity::Addresses {
+        symbolizer.binaries_for(stacks.profile())
+    } else {
+        Vec::new()
+    };
+    cpuprof_report::callgrind::write(out, stacks, &graph, options, &program, &files)?;
+    Ok(())
+}
+
+/// The program named in a call graph's legend: the first binary as given,
+/// else the first mapped file of the profile (the main executable).
+pub fn program_name(binaries: &[PathBuf], profile: &Profile) -> String {
+    binaries
+        .first()
+        .map(|path| path.display().to_string())
+        .or_else(|| {
+            profile
+                .mappings
+                .iter()
+                .find(|m| !m.path.is_empty())
+                .map(|m| m.path.clone())
+        })
+        .or_else(|| {
+            // A symbolized raw profile names its program.
+            profile.comments.iter().find_map(|c| {
+                c.strip_prefix(cpuprof_profile::symbolized::BINARY_COMMENT)
+                    .map(str::to_string)
+            })
+        })
+        .unwrap_or_else(|| "(unknown program)".to_string())
+}

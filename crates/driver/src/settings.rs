@@ -1,0 +1,665 @@
+//! The one table of report settings ([`SETTINGS`]) and a set of values for
+//! them ([`Config`]).
+//!
+//! Every report setting is defined here once — name, kind, default, help,
+//! choices, its web UI query parameter and its other command-line
+//! spellings — and everything else is derived from the table: the
+//! `cpuprof report` flags ([`crate::cli`]), the shell's `name=value`
+//! assignments and its `o`/`options` listing ([`Config::listing`]), and
+//! the web UI's query strings ([`Setting::url`]). [`Config::set`] is the
+//! one place a value is checked, whoever gives it.
+
+use std::fmt;
+
+use anyhow::{bail, Result};
+use cpuprof_profile::Profile;
+use cpuprof_report::{Granularity, Options};
+use regex::Regex;
+
+/// What values a setting takes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `true` or `false` (also `1`/`0`, `yes`/`no`, `t`/`f`).
+    Bool,
+    /// A whole number.
+    Int,
+    /// A number.
+    Float,
+    /// A regular expression (empty: none).
+    Regex,
+    /// Free text (a path, a list of paths, a sample type).
+    Text,
+    /// One of a fixed list of words.
+    Choice(&'static [&'static str]),
+}
+
+/// One report setting.
+#[derive(Debug)]
+pub struct Setting {
+    /// The name: the shell's `name=value`, the long flag `--name`.
+    pub name: &'static str,
+    /// What values it takes.
+    pub kind: Kind,
+    /// Its value when nothing sets it.
+    pub default: &'static str,
+    /// One-line help (the shell's `help NAME`, the flag's help).
+    pub help: &'static str,
+    /// Its web UI query parameter (Go pprof's name where Go has one), or
+    /// `None` when it is not carried in URLs.
+    pub url: Option<&'static str>,
+    /// Other command-line spellings (`--full-names` for `full_names`).
+    pub aliases: &'static [&'static str],
+    /// For a choice: each choice is also a setting of its own
+    /// (`--lines`, and `lines` alone in the shell, mean `granularity=lines`).
+    pub choices_stand_alone: bool,
+    /// Cleared by the shell's `:`.
+    pub filter: bool,
+    /// The command-line flag's value name.
+    pub value_name: &'static str,
+}
+
+impl Setting {
+    /// The choices of a [`Kind::Choice`] setting (empty otherwise).
+    pub fn choices(&self) -> &'static [&'static str] {
+        match self.kind {
+            Kind::Choice(choices) => choices,
+            _ => &[],
+        }
+    }
+
+    /// Checks `value` for this setting and returns it in canonical form
+    /// (booleans as `true`/`false`, numbers as given).
+    pub fn check(&self, value: &str) -> Result<String> {
+        let value = value.trim();
+        Ok(match self.kind {
+            Kind::Bool => match parse_bool(value) {
+                Some(b) => b.to_string(),
+                None => bail!("{}={value}: expected true or false", self.name),
+            },
+            Kind::Int => match value.parse::<i64>() {
+                Ok(n) if n >= -1 => n.to_string(),
+                _ => bail!("{}={value}: expected a whole number", self.name),
+            },
+            Kind::Float => match value.parse::<f64>() {
+                Ok(f) if f.is_finite() && f >= 0.0 => value.to_string(),
+                _ => bail!(
+                    "{}={value}: expected a number (a fraction, e.g. 0.005)",
+                    self.name
+                ),
+            },
+            Kind::Regex => {
+                compile_regex(self.name, value)?;
+                value.to_string()
+            }
+            Kind::Text => value.to_string(),
+            Kind::Choice(choices) => match choices.iter().find(|c| **c == value) {
+                Some(c) => c.to_string(),
+                None => bail!(
+                    "{}={value}: expected one of {}",
+                    self.name,
+                    choices.join(", ")
+                ),
+            },
+        })
+    }
+}
+
+/// Parses the boolean spellings Go pprof accepts.
+pub fn parse_bool(value: &str) -> Option<bool> {
+    match value.to_ascii_lowercase().as_str() {
+        "" | "true" | "t" | "yes" | "y" | "1" | "on" => Some(true),
+        "false" | "f" | "no" | "n" | "0" | "off" => Some(false),
+        _ => None,
+    }
+}
+
+/// Compiles a setting's regular expression; the error is one line.
+pub fn compile_regex(name: &str, re: &str) -> Result<Regex> {
+    Regex::new(re).map_err(|e| {
+        let message = e.to_string();
+        let last = message.lines().last().unwrap_or("").trim();
+        let last = last.strip_prefix("error: ").unwrap_or(last);
+        anyhow::anyhow!("{name}={re}: invalid regular expression: {last}")
+    })
+}
+
+/// The granularities, as the `granularity` setting names them.
+pub const GRANULARITIES: &[&str] = &["functions", "lines", "addresses", "files"];
+
+/// Every report setting. Kept in alphabetical order (the order of `o`).
+pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "drop_negative",
+        kind: Kind::Bool,
+        default: "false",
+        help: "With --base, hide rows and nodes whose value went down",
+        url: Some("dropneg"),
+        aliases: &["drop-negative"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
+    },
+    Setting {
+        name: "edgefraction",
+        kind: Kind::Float,
+        default: "0.001",
+        help: "Graphs and tree: hide edges below this fraction of the total",
+        url: Some("ef"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "F",
+    },
+    Setting {
+        name: "focus",
+        kind: Kind::Regex,
+        default: "",
+        help: "Keep only samples with a frame matching RE (function, file:line or address)",
+        url: Some("f"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "full_names",
+        kind: Kind::Bool,
+        default: "false",
+        help: "Keep C++ argument lists and template parameters in names",
+        url: Some("fullnames"),
+        aliases: &["full-names"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
+    },
+    Setting {
+        name: "granularity",
+        kind: Kind::Choice(GRANULARITIES),
+        default: "functions",
+        help: "One row or node per function, source line, address or source file",
+        url: Some("g"),
+        aliases: &[],
+        choices_stand_alone: true,
+        filter: false,
+        value_name: "G",
+    },
+    Setting {
+        name: "hide",
+        kind: Kind::Regex,
+        default: "",
+        help: "Remove frames matching RE from the stacks (their samples stay)",
+        url: Some("h"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "ignore",
+        kind: Kind::Regex,
+        default: "",
+        help: "Drop samples with a frame matching RE",
+        url: Some("i"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "keep_profiler_frames",
+        kind: Kind::Bool,
+        default: "false",
+        help: "Keep the profiler's own signal-handling frames (removed by default)",
+        url: Some("keepprof"),
+        aliases: &["keep-profiler-frames"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
+    },
+    Setting {
+        name: "layout",
+        kind: Kind::Choice(&["auto", "builtin", "dot"]),
+        default: "auto",
+        help: "Who lays out SVG call graphs: dot when installed (auto), our own layout, or dot",
+        url: Some("layout"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "ENGINE",
+    },
+    Setting {
+        name: "maxdegree",
+        kind: Kind::Int,
+        default: "8",
+        help: "Graphs: keep at most N edges in and out of a node",
+        url: Some("md"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "N",
+    },
+    Setting {
+        name: "nodecount",
+        kind: Kind::Int,
+        default: "-1",
+        help: "Show at most N rows or nodes (-1: the output's default: text all, shell top 10, graphs and tree 80; 0: all)",
+        url: Some("n"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "N",
+    },
+    Setting {
+        name: "nodefraction",
+        kind: Kind::Float,
+        default: "0.005",
+        help: "Graphs and tree: hide nodes below this fraction of the total",
+        url: Some("nf"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "F",
+    },
+    Setting {
+        name: "output",
+        kind: Kind::Text,
+        default: "",
+        help: "Write reports to this file instead of standard output",
+        url: None,
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "FILE",
+    },
+    Setting {
+        name: "sample_index",
+        kind: Kind::Text,
+        default: "",
+        help: "Which sample value to report: an index or a sample type (e.g. cpu, samples); empty: the profile's default",
+        url: Some("si"),
+        aliases: &["sample-index"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "N|NAME",
+    },
+    Setting {
+        name: "show",
+        kind: Kind::Regex,
+        default: "",
+        help: "Keep only frames matching RE in the stacks (their samples stay)",
+        url: Some("s"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "show_from",
+        kind: Kind::Regex,
+        default: "",
+        help: "Drop the frames above (callers of) the outermost frame matching RE",
+        url: Some("sf"),
+        aliases: &["show-from"],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "sort",
+        kind: Kind::Choice(&["flat", "cum"]),
+        default: "flat",
+        help: "Sort rows by flat or by cumulative value",
+        url: Some("sort"),
+        aliases: &[],
+        choices_stand_alone: true,
+        filter: false,
+        value_name: "ORDER",
+    },
+    Setting {
+        name: "source_path",
+        kind: Kind::Text,
+        default: "",
+        help: "list, disasm, weblist: directories to search for source files (`:`-separated)",
+        url: None,
+        aliases: &["source-path"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "DIR[:DIR...]",
+    },
+    Setting {
+        name: "trim_path",
+        kind: Kind::Text,
+        default: "",
+        help: "list, disasm, weblist: prefixes to remove from source paths before searching (`:`-separated)",
+        url: None,
+        aliases: &["trim-path"],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "PREFIX[:PREFIX...]",
+    },
+];
+
+/// The setting called `name` (or one of its aliases).
+pub fn setting(name: &str) -> Option<&'static Setting> {
+    SETTINGS
+        .iter()
+        .find(|s| s.name == name || s.aliases.contains(&name))
+}
+
+/// The choice setting that has `choice` as a stand-alone choice
+/// (`lines` → granularity, `cum` → sort).
+pub fn choice_group(choice: &str) -> Option<&'static Setting> {
+    SETTINGS
+        .iter()
+        .find(|s| s.choices_stand_alone && s.choices().contains(&choice))
+}
+
+/// A value for every setting of [`SETTINGS`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Config {
+    values: Vec<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            values: SETTINGS.iter().map(|s| s.default.to_string()).collect(),
+        }
+    }
+}
+
+impl fmt::Debug for Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut map = f.debug_map();
+        for (s, v) in SETTINGS.iter().zip(&self.values) {
+            if v != s.default {
+                map.entry(&s.name, v);
+            }
+        }
+        map.finish()
+    }
+}
+
+impl Config {
+    fn index(name: &str) -> usize {
+        SETTINGS
+            .iter()
+            .position(|s| s.name == name)
+            .unwrap_or_else(|| panic!("no setting {name} in the table"))
+    }
+
+    /// The value of the setting `name` (its canonical name).
+    pub fn get(&self, name: &str) -> &str {
+        &self.values[Self::index(name)]
+    }
+
+    /// Sets `name` (a setting, an alias, or a stand-alone choice such as
+    /// `lines` or `cum`, which takes no value) to `value`, after checking
+    /// it. A boolean given no value is set to true.
+    pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        if let Some(group) = choice_group(name) {
+            match value.map(parse_bool) {
+                None | Some(Some(true)) => {}
+                _ => bail!("{name} takes no value: it sets {}={name}", group.name),
+            }
+            self.values[Self::index(group.name)] = name.to_string();
+            return Ok(());
+        }
+        let Some(setting) = setting(name) else {
+            bail!("unknown setting {name}");
+        };
+        let value = match (value, setting.kind) {
+            (Some(v), _) => v,
+            (None, Kind::Bool) => "true",
+            (None, _) => bail!("please specify a value, e.g. {}=<val>", setting.name),
+        };
+        self.values[Self::index(setting.name)] = setting.check(value)?;
+        Ok(())
+    }
+
+    /// Sets a setting without checking (the caller checked it).
+    pub(crate) fn set_checked(&mut self, name: &str, value: String) {
+        self.values[Self::index(name)] = value;
+    }
+
+    /// The value of a boolean setting.
+    pub fn bool(&self, name: &str) -> bool {
+        self.get(name) == "true"
+    }
+
+    /// The value of a whole-number setting.
+    pub fn int(&self, name: &str) -> i64 {
+        self.get(name).parse().unwrap_or(-1)
+    }
+
+    /// The value of a number setting.
+    pub fn float(&self, name: &str) -> f64 {
+        self.get(name).parse().unwrap_or(0.0)
+    }
+
+    /// A text setting's value, `None` when empty.
+    pub fn text(&self, name: &str) -> Option<&str> {
+        Some(self.get(name)).filter(|v| !v.is_empty())
+    }
+
+    /// Resets every filter (`focus`, `ignore`, `hide`, `show`,
+    /// `show_from`): the shell's `:`.
+    pub fn clear_filters(&mut self) {
+        for (s, v) in SETTINGS.iter().zip(&mut self.values) {
+            if s.filter {
+                *v = s.default.to_string();
+            }
+        }
+    }
+
+    /// Every setting that differs from its default, as `(name, value)`.
+    pub fn changed(&self) -> impl Iterator<Item = (&'static str, &str)> {
+        SETTINGS
+            .iter()
+            .zip(&self.values)
+            .filter(|(s, v)| *v != s.default)
+            .map(|(s, v)| (s.name, v.as_str()))
+    }
+
+    /// The shell's `o` listing: one line per setting, `name = value` and
+    /// the choices as a comment (`//: [a | b]`), as Go pprof prints it;
+    /// `sample_types` are the loaded profile's.
+    pub fn listing(&self, sample_types: &[String]) -> String {
+        let mut out = String::new();
+        for (s, v) in SETTINGS.iter().zip(&self.values) {
+            let mut value = v.clone();
+            let comment = match s.kind {
+                Kind::Choice(choices) => {
+                    let mut sorted = choices.to_vec();
+                    sorted.sort_unstable();
+                    format!("[{}]", sorted.join(" | "))
+                }
+                _ if s.name == "sample_index" => {
+                    if value.is_empty() {
+                        value = sample_types.last().cloned().unwrap_or_default();
+                    }
+                    format!("[{}]", sample_types.join(" | "))
+                }
+                _ if s.name == "nodecount" && value == "-1" => "default".to_string(),
+                _ => {
+                    if value.is_empty() {
+                        value = "\"\"".to_string();
+                    }
+                    String::new()
+                }
+            };
+            let line = if comment.is_empty() {
+                format!("  {:<25} = {}", s.name, value)
+            } else {
+                format!("  {:<25} = {:<20} //: {}", s.name, value, comment)
+            };
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The granularity asked for.
+    pub fn granularity(&self) -> Granularity {
+        match self.get("granularity") {
+            "lines" => Granularity::Lines,
+            "addresses" => Granularity::Addresses,
+            "files" => Granularity::Files,
+            _ => Granularity::Functions,
+        }
+    }
+
+    /// The report options these settings mean for `profile` (whose sample
+    /// types `sample_index` names).
+    pub fn report_options(&self, profile: &Profile) -> Result<Options> {
+        let regex = |name: &str| -> Result<Option<Regex>> {
+            self.text(name)
+                .map(|re| compile_regex(name, re))
+                .transpose()
+        };
+        let nodecount = match self.int("nodecount") {
+            n if n < 0 => None,
+            0 => Some(usize::MAX),
+            n => Some(n as usize),
+        };
+        Ok(Options {
+            granularity: self.granularity(),
+            focus: regex("focus")?,
+            ignore: regex("ignore")?,
+            hide: regex("hide")?,
+            show: regex("show")?,
+            show_from: regex("show_from")?,
+            cum: self.get("sort") == "cum",
+            full_names: self.bool("full_names"),
+            sample_index: sample_index(profile, self.text("sample_index"))?,
+            drop_negative: self.bool("drop_negative"),
+            nodecount,
+            nodefraction: self.float("nodefraction"),
+            edgefraction: self.float("edgefraction"),
+            maxdegree: self.int("maxdegree").max(0) as usize,
+            keep_profiler_frames: self.bool("keep_profiler_frames"),
+        })
+    }
+}
+
+/// The sample value `name` (an index or a sample type's name) selects in
+/// `profile`; `None` for the profile's default.
+pub fn sample_index(profile: &Profile, name: Option<&str>) -> Result<Option<usize>> {
+    let Some(s) = name else { return Ok(None) };
+    Ok(Some(match s.parse::<usize>() {
+        Ok(i) if i < profile.sample_types.len() => i,
+        _ => match profile.sample_index(s) {
+            Some(i) => i,
+            None => {
+                let types: Vec<String> = profile
+                    .sample_types
+                    .iter()
+                    .enumerate()
+                    .map(|(i, t)| format!("{i}={}", t.kind))
+                    .collect();
+                bail!(
+                    "sample_index={s}: the profile's sample types are {}",
+                    types.join(", ")
+                )
+            }
+        },
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_is_sorted_and_names_are_unique() {
+        let names: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        let mut sorted = names.clone();
+        sorted.sort_unstable();
+        assert_eq!(names, sorted, "SETTINGS in alphabetical order");
+        let mut all: Vec<&str> = SETTINGS
+            .iter()
+            .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+            .chain(
+                SETTINGS
+                    .iter()
+                    .filter(|s| s.choices_stand_alone)
+                    .flat_map(|s| s.choices().iter().copied()),
+            )
+            .collect();
+        let count = all.len();
+        all.sort_unstable();
+        all.dedup();
+        assert_eq!(
+            all.len(),
+            count,
+            "a name, alias or stand-alone choice used twice"
+        );
+    }
+
+    #[test]
+    fn every_default_passes_its_own_check() {
+        for s in SETTINGS {
+            assert_eq!(s.check(s.default).unwrap(), s.default, "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn set_checks_and_canonicalizes() {
+        let mut c = Config::default();
+        c.set("cum", None).unwrap();
+        assert_eq!(c.get("sort"), "cum");
+        c.set("lines", None).unwrap();
+        assert_eq!(c.get("granularity"), "lines");
+        c.set("full-names", Some("yes")).unwrap();
+        assert_eq!(c.get("full_names"), "true");
+        c.set("drop_negative", None).unwrap();
+        assert!(c.bool("drop_negative"));
+        assert!(c.set("nodecount", Some("ten")).is_err());
+        assert!(c.set("nodecount", Some("-2")).is_err());
+        assert!(c.set("nodefraction", Some("-0.1")).is_err());
+        assert!(c.set("granularity", Some("bytes")).is_err());
+        let err = c.set("focus", Some("(")).unwrap_err().to_string();
+        assert!(
+            err.starts_with("focus=(: invalid regular expression"),
+            "{err}"
+        );
+        assert!(!err.contains('\n'), "{err}");
+        assert_eq!(
+            c.set("focus", None).unwrap_err().to_string(),
+            "please specify a value, e.g. focus=<val>"
+        );
+        c.set("focus", Some("burn")).unwrap();
+        c.set("show", Some("x")).unwrap();
+        c.clear_filters();
+        assert_eq!(c.get("focus"), "");
+        assert_eq!(c.get("show"), "");
+        assert_eq!(c.get("granularity"), "lines", ": keeps non-filters");
+    }
+
+    #[test]
+    fn nodecount_meanings() {
+        let profile = Profile::default();
+        let mut c = Config::default();
+        assert_eq!(c.report_options(&profile).unwrap().nodecount, None);
+        c.set("nodecount", Some("0")).unwrap();
+        assert_eq!(
+            c.report_options(&profile).unwrap().nodecount,
+            Some(usize::MAX)
+        );
+        c.set("nodecount", Some("7")).unwrap();
+        assert_eq!(c.report_options(&profile).unwrap().nodecount, Some(7));
+    }
+
+    #[test]
+    fn listing_has_every_setting_with_choices() {
+        let listing = Config::default().listing(&["samples".into(), "cpu".into()]);
+        assert_eq!(listing.lines().count(), SETTINGS.len());
+        assert!(listing.contains(
+            "  granularity               = functions            //: [addresses | files | functions | lines]"
+        ));
+        assert!(listing
+            .contains("  sample_index              = cpu                  //: [samples | cpu]"));
+        assert!(listing.contains("  nodecount                 = -1                   //: default"));
+        assert!(listing.contains("  focus                     = \"\""));
+    }
+}
