@@ -5,7 +5,6 @@
 //! one. Flattened into the CLI's clap arguments with
 //! `#[command(flatten)]`.
 
-use clap::builder::PossibleValuesParser;
 use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Args, Command, FromArgMatches};
 
@@ -115,7 +114,10 @@ fn command_arg(c: &'static CommandDef) -> Option<Arg> {
             .num_args(0..=1)
             .require_equals(true)
             .default_missing_value("html")
-            .value_parser(PossibleValuesParser::new(["html", "svg"])),
+            .value_parser(|v: &str| match v {
+                "html" | "svg" => Ok(v.to_string()),
+                _ => Err(format!("{v}: expected html or svg")),
+            }),
     };
     Some(arg.visible_aliases(c.aliases.iter().copied()))
 }

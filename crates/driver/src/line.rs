@@ -583,3 +583,70 @@ mod tests {
         assert!(help_for("nope", &types()).is_err());
     }
 }
+
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn types() -> Vec<String> {
+        vec!["samples".into(), "cpu".into()]
+    }
+
+    proptest! {
+        /// Any line parses or is refused in one line; never a panic.
+        #[test]
+        fn any_line_parses_or_fails_in_one_line(line in "\\PC{0,60}") {
+            match parse(&line, &types()) {
+                Ok(Line::Report(i)) => { i.config(&Config::default()).unwrap(); }
+                Ok(_) => {}
+                Err(e) => prop_assert!(!e.0.contains('\n')),
+            }
+        }
+
+        /// A command line written from its parts parses back to them.
+        #[test]
+        fn written_invocations_parse_back(
+            command in proptest::sample::select(
+                COMMANDS.iter().filter(|c| !c.takes_regex && c.output != Output::Callgrind)
+                    .map(|c| c.name).collect::<Vec<_>>()),
+            count in proptest::option::of(0i64..1000),
+            focus in proptest::collection::vec("[a-z_][a-z_0-9]{0,8}", 0..3),
+            ignore in proptest::collection::vec("[a-z_][a-z_0-9]{0,8}", 0..3),
+            cum in any::<bool>(),
+            output in proptest::option::of("[a-z]{1,8}\\.out"),
+        ) {
+            let mut words = vec![command.to_string()];
+            if let Some(n) = count { words.push(n.to_string()); }
+            words.extend(focus.iter().cloned());
+            words.extend(ignore.iter().map(|i| format!("-{i}")));
+            if cum { words.push("-cum".into()); }
+            if let Some(o) = &output { words.push(format!("> {o}")); }
+            let Ok(Line::Report(i)) = parse(&words.join(" "), &types()) else {
+                return Err(TestCaseError::fail(format!("{words:?}")));
+            };
+            prop_assert_eq!(i.command.name, command);
+            prop_assert_eq!(i.count, count);
+            prop_assert_eq!(i.focus, (!focus.is_empty()).then(|| focus.join("|")));
+            prop_assert_eq!(i.ignore, (!ignore.is_empty()).then(|| ignore.join("|")));
+            prop_assert_eq!(i.cum, cum);
+            prop_assert_eq!(i.output, output);
+        }
+
+        /// `name=value` of every setting parses to that assignment, and
+        /// setting it agrees with the table's check.
+        #[test]
+        fn assignments_parse_to_the_setting(
+            setting in proptest::sample::select(SETTINGS.iter().collect::<Vec<_>>()),
+            value in "[a-z0-9_.|]{0,10}",
+        ) {
+            let line = format!("{}={value}", setting.name);
+            prop_assert_eq!(
+                parse(&line, &types()),
+                Ok(Line::Set { name: setting.name.to_string(), value: Some(value.clone()) })
+            );
+            let mut config = Config::default();
+            prop_assert_eq!(config.set(setting.name, Some(&value)).is_ok(), setting.check(&value).is_ok());
+        }
+    }
+}

@@ -46,6 +46,9 @@ pub struct Session {
     /// With a base: the sum and the base apart (flame graph widths cannot
     /// be negative: the base colours them).
     parts: Option<(Profile, Profile)>,
+    /// Every location's frames per granularity, named once for the
+    /// session (for `profile` only).
+    frames: cpuprof_report::stacks::FrameCache,
 }
 
 /// Where a report goes when the settings name no file.
@@ -90,6 +93,7 @@ impl Session {
             loader,
             profile,
             parts,
+            frames: Default::default(),
         })
     }
 
@@ -126,7 +130,7 @@ impl Session {
             greeting.push_str(&format!("Base: {} (subtracted)\n", base.display()));
         }
         let options = config.report_options(&self.profile)?;
-        let stacks = Stacks::build(&self.profile, &options);
+        let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
         greeting.push_str(&format!(
             "Total: {} {}\n",
             stacks.grand_total,
@@ -198,7 +202,8 @@ impl Session {
             Output::Disasm | Output::Weblist => options.granularity = Granularity::Addresses,
             _ => {}
         }
-        let stacks = Stacks::build(profile, &options);
+        let cache = std::ptr::eq(profile, &self.profile).then_some(&self.frames);
+        let stacks = Stacks::build_cached(profile, &options, cache);
         let cx = RenderContext {
             cx,
             options: &options,
@@ -539,9 +544,27 @@ impl RenderContext<'_> {
             disasm::disassemble(self.stacks, &re, self.options.full_names, &binaries)
                 .map_err(|e| anyhow::anyhow!("weblist {re}: {e}"))?;
         let mut sources = self.source_files();
-        // MERGE-WEBLIST
-        let _ = (out, disassemblies, &mut sources);
-        bail!("weblist pending");
+        // The source lines come from the stacks at line granularity.
+        let by_line = Options {
+            granularity: Granularity::Lines,
+            ..self.options.clone()
+        };
+        let cache = std::ptr::eq(self.profile, &session.profile).then_some(&session.frames);
+        let line_stacks = Stacks::build_cached(self.profile, &by_line, cache);
+        let mut listings = listing::listings(&line_stacks, &re, self.options.full_names);
+        if listings.is_empty() {
+            bail!("weblist {re}: no function with samples matches");
+        }
+        listing::extend_from_binaries(&mut listings, &line_stacks, &binaries);
+        cpuprof_report::weblist::write_html(
+            out,
+            &format!("weblist {re}: {}", session.program_name()),
+            &listings,
+            &disassemblies,
+            &text::unit_word(self.stacks),
+            &mut sources,
+        )?;
+        Ok(())
     }
 
     /// For outputs drawn from call stacks: the note that the profile has

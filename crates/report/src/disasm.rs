@@ -125,7 +125,7 @@ pub fn disassemble(
     let profile = stacks.profile();
     // Each frame's (routine, link-time address), if it matches.
     let mut frame_place: Vec<Option<(u32, u64)>> = Vec::with_capacity(stacks.frames.len());
-    for frame in &stacks.frames {
+    for frame in stacks.frames.iter() {
         let place = frame.mapping.and_then(|m| {
             let mapping = profile.mappings.get(m.index())?;
             let Some(binary) = binaries.get(m.index()).and_then(Option::as_ref) else {

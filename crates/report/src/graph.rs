@@ -129,6 +129,55 @@ impl Graph {
     }
 }
 
+impl Graph {
+    /// The edges between adjacent frames of the stacks of which at least
+    /// one end is `matched` (indexed by frame): what [`Graph::edges_among`]
+    /// gives for the matched frames and their neighbours, less the edges
+    /// between two neighbours, counted in one pass that looks up a pair
+    /// only when an end matches (peek on a big profile).
+    pub fn edges_touching(stacks: &Stacks, matched: &[bool]) -> Vec<Edge> {
+        let partials: Vec<FxHashMap<(FrameId, FrameId), i64>> = sample_ranges(stacks)
+            .into_par_iter()
+            .map(|range| {
+                let mut counts: FxHashMap<(FrameId, FrameId), i64> = FxHashMap::default();
+                let mut frames = Vec::with_capacity(256);
+                let mut pairs: Vec<(FrameId, FrameId)> = Vec::new();
+                for i in range {
+                    let value = stacks.expand(i, &mut frames);
+                    pairs.clear();
+                    pairs.extend(
+                        frames
+                            .windows(2)
+                            .filter(|w| matched[w[0].index()] || matched[w[1].index()])
+                            .map(|w| (w[1], w[0])),
+                    );
+                    if pairs.len() > 1 {
+                        pairs.sort_unstable();
+                        pairs.dedup();
+                    }
+                    for &pair in &pairs {
+                        *counts.entry(pair).or_insert(0) += value;
+                    }
+                }
+                counts
+            })
+            .collect();
+        let mut partials = partials.into_iter();
+        let mut total = partials.next().unwrap_or_default();
+        for p in partials {
+            for (k, v) in p {
+                *total.entry(k).or_insert(0) += v;
+            }
+        }
+        let mut edges: Vec<Edge> = total
+            .into_iter()
+            .map(|((caller, callee), weight)| Edge::new(stacks, caller, callee, weight))
+            .collect();
+        sort_edges(&mut edges);
+        edges
+    }
+}
+
 /// Sample index ranges for the parallel passes: one when the profile is
 /// small, else two per thread.
 fn sample_ranges(stacks: &Stacks) -> Vec<std::ops::Range<usize>> {

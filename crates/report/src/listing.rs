@@ -88,7 +88,7 @@ pub fn listings(stacks: &Stacks, re: &Regex, full_names: bool) -> Vec<Listing> {
     let mut out: Vec<Listing> = Vec::new();
     let mut by_function: FxHashMap<(&str, &str), usize> = FxHashMap::default();
     let mut routine_of: Vec<Option<u32>> = Vec::with_capacity(stacks.frames.len());
-    for frame in &stacks.frames {
+    for frame in stacks.frames.iter() {
         if frame.function.is_empty() {
             routine_of.push(None);
             continue;
@@ -174,7 +174,7 @@ pub fn extend_from_binaries(
 ) {
     let profile = stacks.profile();
     let mut done = vec![false; listings.len()];
-    for frame in &stacks.frames {
+    for frame in stacks.frames.iter() {
         if frame.inlined || frame.function.is_empty() {
             continue;
         }

@@ -7,6 +7,7 @@
 use cpuprof_profile::{LocationId, MappingId, Profile, ValueType};
 use regex::Regex;
 use rustc_hash::FxHashMap;
+use std::sync::{Arc, Mutex};
 
 use crate::names;
 use crate::options::{Granularity, Options};
@@ -79,11 +80,11 @@ const AGENT_SIGNAL_PATH: &str = "cpuprof::signal_path::";
 #[derive(Clone, Debug)]
 pub struct Stacks<'p> {
     /// Distinct frames, in order of first appearance.
-    pub frames: Vec<Frame>,
+    pub frames: Arc<Vec<Frame>>,
     profile: &'p Profile,
     /// Per location: its frames' range in `location_arena`.
-    location_frames: Vec<(u32, u32)>,
-    location_arena: Vec<FrameId>,
+    location_frames: Arc<Vec<(u32, u32)>>,
+    location_arena: Arc<Vec<FrameId>>,
     /// Per location: it is a profiler frame.
     profiler: Vec<bool>,
     samples: Vec<Kept>,
@@ -111,6 +112,19 @@ struct LocationView {
 impl<'p> Stacks<'p> {
     /// Builds the report's stacks for `profile` (symbolized or not).
     pub fn build(profile: &'p Profile, options: &Options) -> Stacks<'p> {
+        Self::build_cached(profile, options, None)
+    }
+
+    /// [`Stacks::build`], reusing the frames of every location that
+    /// `cache` holds for the options' granularity and naming (computed
+    /// and kept there the first time) when no option filters frames: a
+    /// session that reports on one profile many times names each location
+    /// once. `cache` must only ever serve `profile`.
+    pub fn build_cached(
+        profile: &'p Profile,
+        options: &Options,
+        cache: Option<&FrameCache>,
+    ) -> Stacks<'p> {
         let value_index = options
             .sample_index
             .unwrap_or_else(|| profile.default_sample_index());
@@ -119,26 +133,49 @@ impl<'p> Stacks<'p> {
             .get(value_index)
             .cloned()
             .unwrap_or_default();
-        let mut table = FrameTable::new(profile, options);
-        let mut location_frames = Vec::with_capacity(profile.locations.len());
-        let mut location_arena = Vec::with_capacity(profile.locations.len() * 2);
-        let mut profiler = Vec::with_capacity(profile.locations.len());
-        let mut focus = Vec::with_capacity(profile.locations.len());
-        let mut ignore = Vec::with_capacity(profile.locations.len());
-        let mut show_from = Vec::with_capacity(profile.locations.len());
-        for i in 0..profile.locations.len() {
-            let view = table.view(LocationId::from_index(i));
-            location_frames.push((location_arena.len() as u32, view.frames.len() as u32));
-            location_arena.extend_from_slice(&view.frames);
-            let removed = view.profiler && !options.keep_profiler_frames;
-            profiler.push(removed);
-            focus.push(view.focus);
-            ignore.push(view.ignore);
-            show_from.push(view.show_from && !removed);
-        }
+        let filters = options.focus.is_some()
+            || options.ignore.is_some()
+            || options.hide.is_some()
+            || options.show.is_some()
+            || options.show_from.is_some();
+        let key = (options.granularity, options.full_names);
+        let cached = match cache {
+            Some(cache) if !filters => {
+                let mut entries = cache.0.lock().unwrap_or_else(|e| e.into_inner());
+                match entries.iter().find(|e| e.key == key) {
+                    Some(entry) => Some(entry.clone()),
+                    None => {
+                        let entry = LocationFrames::compute(profile, options, key).0;
+                        entries.push(entry.clone());
+                        Some(entry)
+                    }
+                }
+            }
+            _ => None,
+        };
+        let (located, focus, ignore, show_from) = match cached {
+            Some(located) => (located, Vec::new(), Vec::new(), Vec::new()),
+            None => LocationFrames::compute(profile, options, key),
+        };
+        let profiler: Vec<bool> = if options.keep_profiler_frames {
+            vec![false; located.profiler.len()]
+        } else {
+            located.profiler.to_vec()
+        };
+        let show_from: Vec<bool> = show_from
+            .iter()
+            .zip(&profiler)
+            .map(|(&s, &removed)| s && !removed)
+            .collect();
+        let LocationFrames {
+            frames,
+            location_frames,
+            location_arena,
+            ..
+        } = located;
 
         let mut stacks = Stacks {
-            frames: Vec::new(),
+            frames,
             profile,
             location_frames,
             location_arena,
@@ -187,7 +224,6 @@ impl<'p> Stacks<'p> {
                 depth,
             });
         }
-        stacks.frames = table.frames;
         stacks
     }
 
@@ -294,6 +330,64 @@ impl<'p> Stacks<'p> {
     }
 }
 
+/// The frames of every location at one granularity and naming, as
+/// [`Stacks`] share them.
+#[derive(Clone, Debug)]
+struct LocationFrames {
+    key: (Granularity, bool),
+    frames: Arc<Vec<Frame>>,
+    location_frames: Arc<Vec<(u32, u32)>>,
+    location_arena: Arc<Vec<FrameId>>,
+    /// Per location: it is a profiler frame.
+    profiler: Arc<Vec<bool>>,
+}
+
+/// Per location: it matches focus, ignore, show_from.
+type LocationMatches = (Vec<bool>, Vec<bool>, Vec<bool>);
+
+impl LocationFrames {
+    /// Names every location's frames under `options`, and says which
+    /// locations the filters match.
+    fn compute(
+        profile: &Profile,
+        options: &Options,
+        key: (Granularity, bool),
+    ) -> (LocationFrames, Vec<bool>, Vec<bool>, Vec<bool>) {
+        let n = profile.locations.len();
+        let mut table = FrameTable::new(profile, options);
+        let mut location_frames = Vec::with_capacity(n);
+        let mut location_arena = Vec::with_capacity(n * 2);
+        let mut profiler = Vec::with_capacity(n);
+        let (mut focus, mut ignore, mut show_from): LocationMatches = (
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+            Vec::with_capacity(n),
+        );
+        for i in 0..n {
+            let view = table.view(LocationId::from_index(i));
+            location_frames.push((location_arena.len() as u32, view.frames.len() as u32));
+            location_arena.extend_from_slice(&view.frames);
+            profiler.push(view.profiler);
+            focus.push(view.focus);
+            ignore.push(view.ignore);
+            show_from.push(view.show_from);
+        }
+        let located = LocationFrames {
+            key,
+            frames: Arc::new(table.frames),
+            location_frames: Arc::new(location_frames),
+            location_arena: Arc::new(location_arena),
+            profiler: Arc::new(profiler),
+        };
+        (located, focus, ignore, show_from)
+    }
+}
+
+/// Frames of a profile's locations kept between [`Stacks::build_cached`]
+/// calls on that profile (one entry per granularity and naming).
+#[derive(Debug, Default)]
+pub struct FrameCache(Mutex<Vec<LocationFrames>>);
+
 /// Interns frames by their display name.
 struct FrameTable<'a> {
     profile: &'a Profile,
@@ -302,6 +396,9 @@ struct FrameTable<'a> {
     by_name: FxHashMap<String, FrameId>,
     /// Display names of functions, computed once per function.
     function_names: Vec<Option<String>>,
+    /// At function granularity with no frame filter: each function's
+    /// frame, interned once (the frame depends on the function only).
+    function_frames: Vec<Option<FrameId>>,
     /// Per mapping: its file's path matches `--show`, `--show_from` (Go
     /// pprof keeps every frame of such a location).
     mapping_show: Vec<(bool, bool)>,
@@ -315,6 +412,7 @@ impl<'a> FrameTable<'a> {
             frames: Vec::new(),
             by_name: FxHashMap::default(),
             function_names: vec![None; profile.functions.len()],
+            function_frames: vec![None; profile.functions.len()],
             mapping_show: profile
                 .mappings
                 .iter()
@@ -327,6 +425,16 @@ impl<'a> FrameTable<'a> {
                 })
                 .collect(),
         }
+    }
+
+    /// True when a regex of the options looks at frames.
+    fn filters(&self) -> bool {
+        let o = self.options;
+        o.focus.is_some()
+            || o.ignore.is_some()
+            || o.hide.is_some()
+            || o.show.is_some()
+            || o.show_from.is_some()
     }
 
     fn function_name(&mut self, id: cpuprof_profile::FunctionId) -> String {
@@ -347,6 +455,10 @@ impl<'a> FrameTable<'a> {
         if let Some(&id) = self.by_name.get(&frame.name) {
             return id;
         }
+        self.insert(frame)
+    }
+
+    fn insert(&mut self, frame: Frame) -> FrameId {
         let id = FrameId(self.frames.len() as u32);
         self.by_name.insert(frame.name.clone(), id);
         self.frames.push(frame);
@@ -406,6 +518,38 @@ impl<'a> FrameTable<'a> {
             return view;
         }
         let outermost = location.lines.len() - 1;
+        if self.options.granularity == Granularity::Functions && !self.filters() {
+            for (depth, line) in location.lines.iter().enumerate() {
+                let function = profile.function(line.function);
+                if PROFILER_FRAMES.contains(&function.name.as_str())
+                    || function.name.starts_with(AGENT_SIGNAL_PATH)
+                {
+                    view.profiler = true;
+                }
+                let id = match self.function_frames[line.function.index()] {
+                    Some(id) => id,
+                    None => {
+                        let short = self.function_name(line.function);
+                        let id = match self.by_name.get(&short) {
+                            Some(&id) => id,
+                            None => self.insert(Frame {
+                                name: short,
+                                function: function.name.clone(),
+                                file: function.filename.clone(),
+                                line: line.line,
+                                address,
+                                mapping: location.mapping,
+                                inlined: depth != outermost,
+                            }),
+                        };
+                        self.function_frames[line.function.index()] = Some(id);
+                        id
+                    }
+                };
+                view.frames.push(id);
+            }
+            return view;
+        }
         let mut outermost_match: Option<usize> = None;
         for (depth, line) in location.lines.iter().enumerate() {
             let function = profile.function(line.function);

@@ -141,35 +141,15 @@ fn summary(out: &mut dyn Write, stacks: &Stacks, shown_flat: i64, total: i64) ->
     )
 }
 
-/// The edges with an end in `rows`: the neighbours of those nodes are
-/// found in one pass over the stacks, then the edges among them all are
-/// counted as [`Graph::edges_among`] counts them, and those between two
-/// neighbours left out.
+/// The edges with an end in `rows`, as [`Graph::edges_among`] would count
+/// them among those nodes and their neighbours (adjacent frames of a
+/// stack, recursion counted once per sample).
 fn edges_touching(stacks: &Stacks, rows: &[Row]) -> Vec<Edge> {
-    let n = stacks.frames.len();
-    let mut matched = vec![false; n];
+    let mut matched = vec![false; stacks.frames.len()];
     for row in rows {
         matched[row.frame.index()] = true;
     }
-    let mut kept = matched.clone();
-    stacks.for_each(|frames, _| {
-        for pair in frames.windows(2) {
-            let (callee, caller) = (pair[0].index(), pair[1].index());
-            if matched[callee] {
-                kept[caller] = true;
-            }
-            if matched[caller] {
-                kept[callee] = true;
-            }
-        }
-    });
-    let kept: Vec<FrameId> = (0..n)
-        .filter(|&i| kept[i])
-        .map(|i| FrameId(i as u32))
-        .collect();
-    let mut edges = Graph::edges_among(stacks, &kept);
-    edges.retain(|e| matched[e.caller.index()] || matched[e.callee.index()]);
-    edges
+    Graph::edges_touching(stacks, &matched)
 }
 
 /// The separator, the legend, then one block per row (its callers, itself,
