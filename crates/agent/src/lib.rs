@@ -26,6 +26,8 @@ pub mod capi;
 mod collector;
 pub mod config;
 mod exec;
+mod exit;
+mod interpose;
 mod modules;
 mod profiler;
 pub mod signal_path;

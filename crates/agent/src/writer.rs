@@ -67,10 +67,17 @@ fn range_of(line: &str) -> Option<(u64, u64)> {
     ))
 }
 
+/// The temporary name a profile is written under before it is renamed to
+/// `path`: in the same directory (rename is atomic only within one file
+/// system), and per process (a forked child never writes its parent's).
+fn temporary_name(path: &str) -> String {
+    format!("{path}.{}.tmp", std::process::id())
+}
+
 /// Writes `bytes` to `path.<pid>.tmp` in the same directory, then renames
-/// it to `path`.
+/// it to `path`: `path` never exists with less than a complete profile.
 pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
-    let temporary = format!("{path}.{}.tmp", std::process::id());
+    let temporary = temporary_name(path);
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
@@ -81,6 +88,22 @@ pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+/// Fails when a profile could not be written to `path` later: its
+/// temporary file cannot be created, or `path` is a directory. Leaves no
+/// file behind, and nothing at `path` (an empty file there would read as a
+/// broken profile if the program never wrote one).
+pub(crate) fn check_writable(path: &str) -> io::Result<()> {
+    if std::path::Path::new(path).is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let temporary = temporary_name(path);
+    std::fs::File::create(&temporary)?;
+    std::fs::remove_file(&temporary)
 }
 
 #[cfg(test)]
