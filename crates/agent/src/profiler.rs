@@ -172,9 +172,9 @@ pub(crate) fn start(
         return Err(StartError::AlreadyRunning);
     }
     // Like libprofiler, a path that cannot be written fails the start, not
-    // the end; unlike it, nothing is created at the path itself until a
-    // complete profile is written there.
-    if let Err(e) = writer::check_writable(path) {
+    // the end, and an earlier profile there is gone; unlike it, nothing is
+    // created at the path itself until a complete profile is written there.
+    if let Err(e) = writer::prepare(path) {
         return Err(StartError::File(path.to_string(), e));
     }
     let sampler = sampler();

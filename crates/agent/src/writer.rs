@@ -90,11 +90,13 @@ pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
     result
 }
 
-/// Fails when a profile could not be written to `path` later: its
-/// temporary file cannot be created, or `path` is a directory. Leaves no
-/// file behind, and nothing at `path` (an empty file there would read as a
-/// broken profile if the program never wrote one).
-pub(crate) fn check_writable(path: &str) -> io::Result<()> {
+/// Prepares `path` for a new session: fails when a profile could not be
+/// written there later (its temporary file cannot be created, or `path` is
+/// a directory), and removes an earlier profile at `path`, as libprofiler
+/// truncates it, so a session that ends without writing leaves no file
+/// rather than an older run's. Creates nothing at `path`: an empty file
+/// there would read as a broken profile.
+pub(crate) fn prepare(path: &str) -> io::Result<()> {
     if std::path::Path::new(path).is_dir() {
         return Err(io::Error::new(
             io::ErrorKind::IsADirectory,
@@ -103,7 +105,11 @@ pub(crate) fn check_writable(path: &str) -> io::Result<()> {
     }
     let temporary = temporary_name(path);
     std::fs::File::create(&temporary)?;
-    std::fs::remove_file(&temporary)
+    std::fs::remove_file(&temporary)?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -132,7 +132,8 @@ fn vfork_exec_keeps_the_parents_profile() {
 
 /// A process that collects no sample still writes a valid profile (read
 /// by google-pprof and Go pprof), never an empty file; one that leaves by
-/// the raw exit_group system call writes nothing, not even an empty file.
+/// the raw exit_group system call writes nothing, not even an empty file,
+/// and an earlier run's profile at its path is gone.
 #[test]
 fn no_samples_still_make_a_valid_profile() {
     let dir = tempdir();
@@ -154,6 +155,7 @@ fn no_samples_still_make_a_valid_profile() {
         }
     }
     let profile = dir.path().join("exit_group.prof");
+    std::fs::write(&profile, "an earlier run's profile").unwrap();
     run_ok(preloaded(&program, &profile, 100).args(["exit_group", "0"]));
     assert_eq!(
         files_starting_with(dir.path(), "exit_group.prof"),
