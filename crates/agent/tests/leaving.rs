@@ -87,7 +87,8 @@ fn exec_writes_the_replaced_images_profile() {
     assert_rate("before exec", &before, &profile, cpu);
     assert!(share(&before, "before_leaving") >= 90.0, "{before:?}");
     let exec_d = read_with_google_pprof(Path::new("/bin/true"), &dir.path().join(&files[1]));
-    assert!(exec_d.total <= 5, "/bin/true: {exec_d:?}");
+    // /bin/true runs for a few milliseconds: its own, nearly empty profile.
+    assert!(exec_d.total <= 20, "/bin/true: {exec_d:?}");
 }
 
 /// An execv that fails (no such file) resumes profiling: one complete file
