@@ -16,7 +16,8 @@
 //! unwinds the interrupted stack with framehop from DWARF CFI and adds it
 //! to a preallocated lock-free table; a control thread drains the table,
 //! follows `dlopen` and new threads, and the profile is written in
-//! gperftools' format at stop, flush, exit and termination signals.
+//! gperftools' format at stop, flush, exit, `_exit` (`src/exit.rs`),
+//! before an exec (`src/exec.rs`) and at termination signals.
 #![deny(missing_docs)]
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
@@ -26,6 +27,8 @@ pub mod capi;
 mod collector;
 pub mod config;
 mod exec;
+mod exit;
+mod interpose;
 mod modules;
 mod profiler;
 pub mod signal_path;

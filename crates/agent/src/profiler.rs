@@ -1,6 +1,7 @@
 //! Profiling sessions: start, flush, stop; the control thread; exit,
-//! termination-signal and fork handling; the `CPUPROFILESIGNAL` switch.
-//! Nothing here runs in the profiling signal handler.
+//! `_exit`, exec, termination-signal and fork handling; the
+//! `CPUPROFILESIGNAL` switch. Nothing here runs in the profiling signal
+//! handler.
 //!
 //! Locks, always taken in this order: [`CONTROL`] (the session, table
 //! drains, module snapshots, file writing), then [`THREADS`] (the thread
@@ -25,6 +26,11 @@ use crate::{threads, writer};
 
 /// One profiling session (between a start and a stop).
 struct Session {
+    /// Tells sessions apart (an exec that fails resumes only its own).
+    id: u64,
+    /// Execs under way (see [`suspend_for_exec`]): while non-zero the
+    /// clocks are disarmed and nothing writes the file.
+    execs_in_progress: u32,
     path: String,
     settings: Settings,
     clock: Trigger,
@@ -85,6 +91,11 @@ static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
 /// Termination flush requests from signal handlers and their completions.
 static TERMINATION_REQUESTS: AtomicU32 = AtomicU32::new(0);
 static TERMINATION_DONE: AtomicU32 = AtomicU32::new(0);
+/// Stop requests from `_exit` and their completions.
+static EXIT_REQUESTS: AtomicU32 = AtomicU32::new(0);
+static EXIT_DONE: AtomicU32 = AtomicU32::new(0);
+/// The id of the last session started.
+static SESSION_IDS: AtomicU64 = AtomicU64::new(0);
 /// `CPUPROFILESIGNAL` switch presses not yet handled.
 static SWITCH_PRESSES: AtomicU64 = AtomicU64::new(0);
 static SWITCH_HANDLED: AtomicU64 = AtomicU64::new(0);
@@ -160,9 +171,10 @@ pub(crate) fn start(
     if control.session.is_some() {
         return Err(StartError::AlreadyRunning);
     }
-    // Like libprofiler, create (truncate) the file now so that a path that
-    // cannot be written fails the start, not the end.
-    if let Err(e) = std::fs::File::create(path) {
+    // Like libprofiler, a path that cannot be written fails the start, not
+    // the end, and an earlier profile there is gone; unlike it, nothing is
+    // created at the path itself until a complete profile is written there.
+    if let Err(e) = writer::prepare(path) {
         return Err(StartError::File(path.to_string(), e));
     }
     let sampler = sampler();
@@ -242,6 +254,8 @@ pub(crate) fn start(
     }
     let maps = modules::read_maps();
     control.session = Some(Session {
+        id: SESSION_IDS.fetch_add(1, Ordering::Relaxed) + 1,
+        execs_in_progress: 0,
         path: path.to_string(),
         settings,
         clock,
@@ -353,10 +367,134 @@ pub(crate) fn flush() -> Option<io::Result<usize>> {
     let mut control = lock(&CONTROL);
     let sampler = existing_sampler()?;
     let session = control.session.as_mut()?;
+    if session.execs_in_progress > 0 {
+        // Written just before the exec, which may end this process (and a
+        // write under way) at any moment.
+        return Some(Ok(0));
+    }
     session.evictions += sampler.drain(&mut session.stacks);
     let written = write_profile(sampler, session);
     session.last_flush = Instant::now();
     Some(written)
+}
+
+/// Before an exec replaces the process image: disarms every clock and
+/// writes the profile, keeping the session so that a failed exec can
+/// resume it ([`resume_after_exec`]; the file written at the end then
+/// replaces this one). Returns the id of the suspended session, None when
+/// nothing runs. Not for a `vfork` child: it would disarm the parent's
+/// clocks (the caller checks [`session_pid`]).
+pub(crate) fn suspend_for_exec() -> Option<u64> {
+    let mut control = lock(&CONTROL);
+    let sampler = existing_sampler()?;
+    let session = control.session.as_mut()?;
+    session.execs_in_progress += 1;
+    if session.execs_in_progress == 1 {
+        // Also needed beyond the samples: setitimer timers survive exec,
+        // and a profiling signal pending across it would kill the new
+        // image, where our handler is gone.
+        disarm_all(sampler, session);
+        session.evictions += sampler.drain(&mut session.stacks);
+        session.evictions += sampler.drain(&mut session.stacks);
+        let _ = write_profile(sampler, session);
+    }
+    Some(session.id)
+}
+
+/// After an exec failed: profiling goes on where [`suspend_for_exec`] left
+/// it, unless the session was stopped meanwhile or another exec is still
+/// under way.
+pub(crate) fn resume_after_exec(id: u64) {
+    let mut control = lock(&CONTROL);
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let Some(session) = control.session.as_mut().filter(|s| s.id == id) else {
+        return;
+    };
+    session.execs_in_progress = session.execs_in_progress.saturating_sub(1);
+    if session.execs_in_progress > 0 {
+        return;
+    }
+    if let Err(e) = rearm_all(sampler, session) {
+        sampler.running.store(false, Ordering::Release);
+        diag(&format!("cannot resume profiling after a failed exec: {e}"));
+    }
+}
+
+/// Arms the clocks of a disarmed session again: every thread's, or the
+/// process-wide one.
+fn rearm_all(sampler: &Sampler, session: &mut Session) -> io::Result<()> {
+    let period_ns = session.settings.period_ns();
+    let signal = session.settings.signal;
+    sampler.running.store(true, Ordering::Release);
+    match session.clock {
+        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns)?,
+        Trigger::WallClock => session.wall_timer = timers::arm_wall_clock(period_ns, signal)?,
+        _ => {}
+    }
+    let arming = Arming {
+        clock: session.clock,
+        period_ns,
+        signal,
+    };
+    let mut threads = lock(&THREADS);
+    *threads = Some(arming);
+    if session.clock.per_thread() {
+        for tid in threads::list_threads() {
+            threads::arm_locked(sampler, arming, tid);
+        }
+    }
+    Ok(())
+}
+
+/// Before `_exit` (or `_Exit`): has the control thread stop the session
+/// and write the profile, as `exit` would, waiting for it at most 5 s.
+/// Async-signal-safe, like `_exit` itself: atomics, `getpid`, `gettid`, a
+/// write to the control thread's eventfd and futex waits. Does nothing
+/// where the session is not this process's own (a `vfork` child shares
+/// its parent's memory and must leave it alone) or where no control
+/// thread can do the work.
+pub(crate) fn stop_before_exit() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    if !sampler.running.load(Ordering::Acquire) {
+        return;
+    }
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } != session_pid() {
+        return;
+    }
+    let control = CONTROL_TID.load(Ordering::Acquire);
+    if control <= 0 || control == gettid() {
+        return;
+    }
+    ask_control_thread(sampler, &EXIT_REQUESTS, &EXIT_DONE);
+}
+
+/// Files a request with the control thread (`requests`) and waits until
+/// it has served it (`done`), at most 5 s. Async-signal-safe.
+fn ask_control_thread(sampler: &Sampler, requests: &AtomicU32, done: &AtomicU32) {
+    let ticket = requests.fetch_add(1, Ordering::AcqRel).wrapping_add(1);
+    sampler.wake_control();
+    for _ in 0..5000 {
+        if done.load(Ordering::Acquire).wrapping_sub(ticket) as i32 >= 0 {
+            break;
+        }
+        futex_wait(done, 1);
+    }
+}
+
+/// Serves the requests filed with [`ask_control_thread`] since the last
+/// call by running `work` once.
+fn serve_requests(requests: &AtomicU32, done: &AtomicU32, work: fn()) {
+    let requested = requests.load(Ordering::Acquire);
+    if requested != done.load(Ordering::Acquire) {
+        work();
+        done.store(requested, Ordering::Release);
+        futex_wake_all(done);
+    }
 }
 
 /// Writes the session's profile (to a temporary name, then renamed);
@@ -507,21 +645,7 @@ extern "C" fn on_termination_signal(
     let saved = unsafe { *errno };
     if let Some(sampler) = existing_sampler() {
         if sampler.running.load(Ordering::Acquire) && CONTROL_TID.load(Ordering::Acquire) != 0 {
-            let ticket = TERMINATION_REQUESTS
-                .fetch_add(1, Ordering::AcqRel)
-                .wrapping_add(1);
-            sampler.wake_control();
-            let deadline_ms = 5000;
-            for _ in 0..deadline_ms {
-                if TERMINATION_DONE
-                    .load(Ordering::Acquire)
-                    .wrapping_sub(ticket) as i32
-                    >= 0
-                {
-                    break;
-                }
-                futex_wait(&TERMINATION_DONE, 1);
-            }
+            ask_control_thread(sampler, &TERMINATION_REQUESTS, &TERMINATION_DONE);
         }
     }
     let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
@@ -708,12 +832,12 @@ fn control_loop() {
             let mut counter = 0u64;
             libc::read(fd, (&mut counter as *mut u64).cast(), 8);
         }
-        let requested = TERMINATION_REQUESTS.load(Ordering::Acquire);
-        if requested != TERMINATION_DONE.load(Ordering::Acquire) {
+        serve_requests(&TERMINATION_REQUESTS, &TERMINATION_DONE, || {
             let _ = flush();
-            TERMINATION_DONE.store(requested, Ordering::Release);
-            futex_wake_all(&TERMINATION_DONE);
-        }
+        });
+        serve_requests(&EXIT_REQUESTS, &EXIT_DONE, || {
+            let _ = stop();
+        });
         handle_switch_presses();
         periodic_work(sampler);
     }
@@ -741,6 +865,7 @@ fn periodic_work(sampler: &Sampler) {
     }
     let flush_due = control.session.as_ref().is_some_and(|s| {
         s.settings.flush_seconds > 0
+            && s.execs_in_progress == 0
             && s.last_flush.elapsed() >= Duration::from_secs(s.settings.flush_seconds.into())
     });
     if flush_due {
@@ -812,6 +937,7 @@ extern "C" fn fork_child() {
     sampler.reset_stats();
     session.stacks.clear();
     session.evictions = 0;
+    session.execs_in_progress = 0;
     session.path = format!("{}_{}", session.path, std::process::id());
     session.start_process_cpu_ns = process_cpu_ns();
     session.last_flush = Instant::now();

@@ -7,10 +7,11 @@
 //! second by the control thread).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 
 use crate::collector::existing_sampler;
+use crate::interpose::PTHREAD_CREATE;
 use crate::profiler::{control_tid, lock, Arming, THREADS};
 use crate::signal_path::{gettid, Sampler};
 use crate::timers;
@@ -23,21 +24,14 @@ type PthreadCreate = unsafe extern "C" fn(
     *mut c_void,
 ) -> c_int;
 
-static REAL_PTHREAD_CREATE: AtomicUsize = AtomicUsize::new(0);
-
 /// libc's `pthread_create` (the next definition after ours).
 fn real_pthread_create() -> Option<PthreadCreate> {
-    let mut ptr = REAL_PTHREAD_CREATE.load(Ordering::Acquire);
-    if ptr == 0 {
-        // SAFETY: dlsym with a valid NUL-terminated name.
-        ptr = unsafe { libc::dlsym(libc::RTLD_NEXT, c"pthread_create".as_ptr()) } as usize;
-        if ptr == 0 || ptr == pthread_create as *const () as usize {
-            return None;
-        }
-        REAL_PTHREAD_CREATE.store(ptr, Ordering::Release);
+    let address = PTHREAD_CREATE.address();
+    if address == 0 || address == pthread_create as *const () as usize {
+        return None;
     }
     // SAFETY: dlsym found libc's pthread_create, which has this type.
-    Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(ptr) })
+    Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(address) })
 }
 
 struct StartArgs {

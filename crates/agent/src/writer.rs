@@ -67,10 +67,17 @@ fn range_of(line: &str) -> Option<(u64, u64)> {
     ))
 }
 
+/// The temporary name a profile is written under before it is renamed to
+/// `path`: in the same directory (rename is atomic only within one file
+/// system), and per process (a forked child never writes its parent's).
+fn temporary_name(path: &str) -> String {
+    format!("{path}.{}.tmp", std::process::id())
+}
+
 /// Writes `bytes` to `path.<pid>.tmp` in the same directory, then renames
-/// it to `path`.
+/// it to `path`: `path` never exists with less than a complete profile.
 pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
-    let temporary = format!("{path}.{}.tmp", std::process::id());
+    let temporary = temporary_name(path);
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
@@ -81,6 +88,28 @@ pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
         let _ = std::fs::remove_file(&temporary);
     }
     result
+}
+
+/// Prepares `path` for a new session: fails when a profile could not be
+/// written there later (its temporary file cannot be created, or `path` is
+/// a directory), and removes an earlier profile at `path`, as libprofiler
+/// truncates it, so a session that ends without writing leaves no file
+/// rather than an older run's. Creates nothing at `path`: an empty file
+/// there would read as a broken profile.
+pub(crate) fn prepare(path: &str) -> io::Result<()> {
+    if std::path::Path::new(path).is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::IsADirectory,
+            "is a directory",
+        ));
+    }
+    let temporary = temporary_name(path);
+    std::fs::File::create(&temporary)?;
+    std::fs::remove_file(&temporary)?;
+    match std::fs::remove_file(path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -9,19 +9,6 @@ use std::process::Command;
 use common::*;
 use cpuprof_testkit::TextReport;
 
-/// Top rows of our own text report.
-fn our_report(profile: &std::path::Path) -> TextReport {
-    let data = std::fs::read(profile).unwrap();
-    let (_, mut parsed) = cpuprof_profile::read_profile(&data, &Default::default()).unwrap();
-    cpuprof_symbolize::symbolize(&mut parsed, &cpuprof_symbolize::Options::default());
-    let options = cpuprof_report::Options::default();
-    let stacks = cpuprof_report::Stacks::build(&parsed, &options);
-    let graph = cpuprof_report::Graph::build(&stacks, false);
-    let mut out = Vec::new();
-    cpuprof_report::text::write(&mut out, &stacks, &graph, &options).unwrap();
-    TextReport::parse(&String::from_utf8(out).unwrap())
-}
-
 /// (name, flat) of Go pprof's `-top` rows, with flat in samples.
 fn go_pprof_top(binary: &std::path::Path, profile: &std::path::Path) -> Vec<(String, i64)> {
     let out = run_ok(

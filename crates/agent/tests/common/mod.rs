@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 use cpuprof_profile::Profile;
+use cpuprof_testkit::TextReport;
 
 #[allow(unused_imports)]
 pub use cpuprof_testkit::{build_spin, require_tool, TempDir};
@@ -308,4 +309,72 @@ pub fn files_starting_with(dir: &Path, prefix: &str) -> Vec<String> {
         .collect();
     names.sort();
     names
+}
+
+/// Our own text report of a profile: cpuprof-profile's reader,
+/// cpuprof-symbolize and cpuprof-report, as `cpuprof report --text` runs them.
+pub fn our_report(profile: &Path) -> TextReport {
+    let data = std::fs::read(profile).unwrap_or_else(|e| panic!("{}: {e}", profile.display()));
+    let (_, mut parsed) = cpuprof_profile::read_profile(&data, &Default::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", profile.display()));
+    cpuprof_symbolize::symbolize(&mut parsed, &cpuprof_symbolize::Options::default());
+    let options = cpuprof_report::Options::default();
+    let stacks = cpuprof_report::Stacks::build(&parsed, &options);
+    let graph = cpuprof_report::Graph::build(&stacks, false);
+    let mut out = Vec::new();
+    cpuprof_report::text::write(&mut out, &stacks, &graph, &options).unwrap();
+    TextReport::parse(&String::from_utf8(out).unwrap())
+}
+
+/// Reads `profile` (of `binary`) with our reader and report, and with
+/// `google-pprof --text` when installed: it must read it without a
+/// complaint (perl's warnings on a short or empty file included; its
+/// notes on the files it uses and the frames it removes are not
+/// complaints) and count the same total. Returns our report.
+pub fn read_with_google_pprof(binary: &Path, profile: &Path) -> TextReport {
+    let size = std::fs::metadata(profile)
+        .unwrap_or_else(|e| panic!("{}: {e}", profile.display()))
+        .len();
+    assert!(size > 0, "{} is empty", profile.display());
+    let ours = our_report(profile);
+    assert_eq!(
+        ours.total,
+        total_samples(&read_profile(profile)),
+        "{}: report total vs samples",
+        profile.display()
+    );
+    if !require_tool("google-pprof") {
+        return ours;
+    }
+    let out = Command::new("google-pprof")
+        .arg("--text")
+        .arg(binary)
+        .arg(profile)
+        .stdin(Stdio::null())
+        .output()
+        .expect("cannot run google-pprof");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let complaints: Vec<&str> = stderr
+        .lines()
+        .filter(|l| {
+            let note = l.starts_with("Using local file")
+                || (l.starts_with("Removing ") && l.ends_with(" from all stack traces."));
+            !note
+        })
+        .collect();
+    assert!(
+        out.status.success() && complaints.is_empty(),
+        "google-pprof --text {} {}: {}\n{stderr}",
+        binary.display(),
+        profile.display(),
+        out.status
+    );
+    let perl = TextReport::parse(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(
+        perl.total,
+        ours.total,
+        "{}: google-pprof's total vs ours",
+        profile.display()
+    );
+    ours
 }
