@@ -186,7 +186,8 @@ fn show_and_show_from_rows_equal_go_pprof_top() {
             rows(&go),
             "-{filter}={re}\nours:\n{ours}\nGo:\n{go}"
         );
-        if re != "no_such_function" {
+        // cpu_now has samples in some runs only (a short run at 250 Hz).
+        if re != "no_such_function" && re != "cpu_now" {
             assert!(!rows(&ours).is_empty(), "-{filter}={re}: no rows");
         }
     }
