@@ -5,7 +5,7 @@
 use std::io::{self, IsTerminal, Write};
 use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use cpuprof_driver::cli::{OutputFlag, SettingFlags, OUTPUT_GROUP};
 use cpuprof_driver::{commands, Destination, Session, Sources};
 
@@ -117,69 +117,19 @@ pub fn run(args: Args) -> Result<i32> {
     Ok(0)
 }
 
-/// `--symbols`: reads addresses from standard input (hex `0x...`, one or
-/// several per line; `/proc/maps` lines among them say where the binaries
-/// were loaded, else the addresses are the binary's link-time ones) and
-/// prints one name per address: the function (outermost of an inline
-/// chain, short form as `--text` prints it), `??` when unknown.
+/// `--symbols`: the names of the addresses on standard input.
 fn symbols_report(args: &Args) -> Result<i32> {
-    let (binaries, others): (Vec<PathBuf>, Vec<PathBuf>) = args
-        .inputs
-        .iter()
-        .cloned()
-        .partition(|p| cpuprof_driver::load::is_elf(p));
-    if let Some(other) = others.first() {
-        bail!(
-            "{}: not an ELF binary: --symbols takes binaries and reads addresses on standard input",
-            other.display()
-        );
-    }
-    if binaries.is_empty() {
-        bail!("--symbols needs the binary whose addresses are read on standard input");
-    }
     let mut input = String::new();
     io::Read::read_to_string(&mut io::stdin().lock(), &mut input)
         .context("--symbols: standard input is not text")?;
-    let cpuprof_profile::addresses::AddressList {
-        mappings,
-        addresses,
-    } = cpuprof_profile::addresses::parse(&input)
-        .map_err(|e| anyhow::anyhow!("--symbols: standard input {e}"))?;
-    let mut builder = cpuprof_profile::ProfileBuilder::new(vec![cpuprof_profile::ValueType::new(
-        "samples", "count",
-    )]);
-    builder.profile.mappings = mappings;
-    builder.profile.sort_mappings();
-    let locations: Vec<_> = addresses.iter().map(|&a| builder.location_at(a)).collect();
-    let mut profile = builder.profile;
-    let options = cpuprof_symbolize::Options {
-        binaries: binaries.clone(),
-        debug_dirs: cpuprof_symbolize::Options::default()
-            .debug_dirs
-            .into_iter()
-            .chain(args.debug_dirs.iter().cloned())
-            .collect(),
-        ..cpuprof_symbolize::Options::default()
-    };
-    for warning in cpuprof_symbolize::symbolize(&mut profile, &options) {
-        eprintln!("cpuprof: warning: {warning}");
-    }
     let mut out = output_file(args.settings.0.text("output"))?;
-    for l in locations {
-        let location = profile.location(l);
-        let name = match location.lines.last() {
-            Some(line) => {
-                let name = &profile.function(line.function).name;
-                if args.settings.0.bool("full_names") {
-                    name.clone()
-                } else {
-                    cpuprof_report::names::short_name(name)
-                }
-            }
-            None => "??".to_string(),
-        };
-        writeln!(out, "{name}")?;
-    }
+    cpuprof_driver::symbols::write(
+        &mut out,
+        &args.inputs,
+        &args.debug_dirs,
+        &input,
+        args.settings.0.bool("full_names"),
+    )?;
     out.flush()?;
     Ok(0)
 }

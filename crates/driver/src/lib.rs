@@ -11,6 +11,7 @@
 //!   pprof's), without side effects.
 //! - [`cli`]: `cpuprof report`'s flags, generated from the two tables.
 //! - [`load`]: reading inputs (binaries and profiles by content).
+//! - [`symbols`]: `--symbols`, names of addresses read as text.
 #![deny(missing_docs)]
 
 pub mod cli;
@@ -20,6 +21,7 @@ pub mod line;
 pub mod load;
 pub mod session;
 pub mod settings;
+pub mod symbols;
 
 pub use session::{Destination, Session, Sources};
 pub use settings::Config;
