@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use cpuprof_driver::cli::{OutputFlag, SettingFlags, OUTPUT_GROUP};
-use cpuprof_driver::{commands, Destination, Session, Sources};
+use cpuprof_driver::{commands, Config, Destination, Session, Sources};
 
 /// Arguments of `cpuprof report`.
 #[derive(clap::Args, Debug)]
@@ -28,6 +28,7 @@ Examples:
   cpuprof report --svg -o graph.svg ./prog prog.prof
   cpuprof report --dot --nodecount=20 --focus=Mutex ./prog prog.prof | dot -Tpng > graph.png
   cpuprof report --web ./prog prog.prof
+  cpuprof report --http=: ./prog prog.prof                (the web UI)
   cpuprof report --collapsed ./prog prog.prof | flamegraph.pl > prog.svg
   cpuprof report --callgrind ./prog prog.prof -o callgrind.out.prog
   cpuprof report --raw ./prog prog.prof -o prog.raw && cpuprof report --text prog.raw
@@ -46,6 +47,15 @@ pub struct Args {
     /// read from standard input, one per line).
     #[arg(short = 'i', long, conflicts_with_all = [OUTPUT_GROUP, "symbols"])]
     pub interactive: bool,
+
+    /// Serve the web UI on HOST:PORT (empty host: 127.0.0.1; empty port:
+    /// a free one), e.g. --http=: or --http=localhost:8080; the browser
+    /// opens when standard output is a terminal.
+    #[arg(long, value_name = "[HOST]:[PORT]", conflicts_with_all = [OUTPUT_GROUP, "symbols", "interactive"])]
+    pub http: Option<String>,
+    /// With --http: do not open a browser.
+    #[arg(long = "no-browser", requires = "http")]
+    pub no_browser: bool,
 
     #[command(flatten)]
     pub settings: SettingFlags,
@@ -74,6 +84,9 @@ pub fn run(args: Args) -> Result<i32> {
         // --symbols reads addresses, not profiles.
         return symbols_report(&args);
     }
+    if args.http.is_some() && args.settings.0.text("output").is_some() {
+        anyhow::bail!("--http is incompatible with an output option (-o/--output)");
+    }
     let shell = match (&args.output.0, args.interactive) {
         (Some(_), _) => None,
         (None, true) => Some(cpuprof_shell::Input::detect()),
@@ -89,6 +102,12 @@ pub fn run(args: Args) -> Result<i32> {
         symbolize: !args.no_symbolize,
         debug_dirs: args.debug_dirs.clone(),
     })?;
+    if let Some(spec) = &args.http {
+        // The session lives until the process ends: the server's threads
+        // share it.
+        let session: &'static Session = Box::leak(Box::new(session));
+        return web(session, spec, args.settings.0.clone(), args.no_browser);
+    }
     if let Some(input) = shell {
         // The session lives until the process ends (see cpuprof_shell::run).
         let session: &'static Session = Box::leak(Box::new(session));
@@ -115,6 +134,42 @@ pub fn run(args: Args) -> Result<i32> {
     // by one would only add time.
     std::mem::forget(session);
     Ok(0)
+}
+
+/// `--http`: serves the web UI until the process is stopped.
+fn web(session: &'static Session, spec: &str, config: Config, no_browser: bool) -> Result<i32> {
+    let server = cpuprof_web::Server::bind(session, spec, config)?;
+    let url = server.url().to_string();
+    let stdout = io::stdout();
+    let is_terminal = stdout.is_terminal();
+    {
+        let mut out = stdout.lock();
+        writeln!(out, "Serving web UI on {url}")?;
+        out.flush()?;
+    }
+    if is_terminal && !no_browser {
+        open_browser(&url);
+    }
+    server.run()?;
+    Ok(0)
+}
+
+/// `$BROWSER URL`, else `xdg-open URL`, in the background; a failure is
+/// only reported (the URL was printed).
+fn open_browser(url: &str) {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "xdg-open".to_string());
+    let spawned = std::process::Command::new(&browser)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if let Err(e) = spawned {
+        eprintln!("cpuprof: cannot start {browser}: {e}; open {url} yourself");
+    }
 }
 
 /// `--symbols`: the names of the addresses on standard input.

@@ -271,6 +271,27 @@ impl Session {
     pub fn binaries(&self) -> &[PathBuf] {
         &self.binaries
     }
+
+    /// The profile subtracted (`--base`), if any: reports show changes.
+    pub fn base(&self) -> Option<&Path> {
+        self.sources.base.as_deref()
+    }
+
+    /// Every source file named by the profile's debug info (its
+    /// functions' file names, as DWARF gives them), sorted: the only
+    /// files the web UI's source view may read.
+    pub fn source_file_names(&self) -> Vec<&str> {
+        let mut files: Vec<&str> = self
+            .profile
+            .functions
+            .iter()
+            .map(|f| f.filename.as_str())
+            .filter(|f| !f.is_empty())
+            .collect();
+        files.sort_unstable();
+        files.dedup();
+        files
+    }
 }
 
 /// A temporary file for a command's output (Go pprof writes `pprofNNN.ext`

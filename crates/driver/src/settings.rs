@@ -542,6 +542,97 @@ impl Config {
     }
 }
 
+/// Decodes one `application/x-www-form-urlencoded` component (`+` is a
+/// space, `%XX` a byte); invalid escapes are kept as they are.
+pub fn url_decode(component: &str) -> String {
+    let bytes = component.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < bytes.len() => {
+                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).ok();
+                match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+                    Some(b) => {
+                        out.push(b);
+                        i += 2;
+                    }
+                    None => out.push(b'%'),
+                }
+            }
+            b => out.push(b),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Encodes `value` as one query string component (unreserved characters
+/// as they are, everything else `%XX`).
+pub fn url_encode(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+/// The `(name, value)` pairs of a query string, decoded, in order.
+pub fn query_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| match pair.split_once('=') {
+            Some((k, v)) => (url_decode(k), url_decode(v)),
+            None => (url_decode(pair), String::new()),
+        })
+        .collect()
+}
+
+impl Config {
+    /// The settings of `base` changed by the URL parameters of `query`
+    /// (each setting's [`Setting::url`] name, as Go pprof's web UI names
+    /// them: `f`, `i`, `h`, `s`, `sf`, `si`, `g`, `n`, ...). Parameters
+    /// that name no setting are left to the caller; a value that fails
+    /// its setting's check is an error.
+    pub fn with_query(base: &Config, query: &str) -> Result<Config> {
+        let mut config = base.clone();
+        for (key, value) in query_pairs(query) {
+            if let Some(s) = SETTINGS.iter().find(|s| s.url == Some(key.as_str())) {
+                let value = if value.is_empty() { s.default } else { &value };
+                config.values[Self::index(s.name)] = s.check(value)?;
+            }
+        }
+        Ok(config)
+    }
+
+    /// [`Config::with_query`] over the defaults.
+    pub fn from_query(query: &str) -> Result<Config> {
+        Config::with_query(&Config::default(), query)
+    }
+
+    /// The query string of every URL-carried setting that differs from
+    /// `base` (`f=burn&g=lines`), in table order: what
+    /// [`Config::with_query`] reads back over the same `base`.
+    pub fn to_query(&self, base: &Config) -> String {
+        let mut pairs = Vec::new();
+        for ((s, v), b) in SETTINGS.iter().zip(&self.values).zip(&base.values) {
+            if let Some(url) = s.url {
+                if v != b {
+                    pairs.push(format!("{url}={}", url_encode(v)));
+                }
+            }
+        }
+        pairs.join("&")
+    }
+}
+
 /// The sample value `name` (an index or a sample type's name) selects in
 /// `profile`; `None` for the profile's default.
 pub fn sample_index(profile: &Profile, name: Option<&str>) -> Result<Option<usize>> {
@@ -648,6 +739,22 @@ mod tests {
         );
         c.set("nodecount", Some("7")).unwrap();
         assert_eq!(c.report_options(&profile).unwrap().nodecount, Some(7));
+    }
+
+    #[test]
+    fn query_strings_round_trip_through_url_names() {
+        let c = Config::from_query("f=%5Eburn_%28a%7Cb%29%24&g=lines&si=cpu&n=20&x=1&h=").unwrap();
+        assert_eq!(c.get("focus"), "^burn_(a|b)$");
+        assert_eq!(c.get("granularity"), "lines");
+        assert_eq!(c.get("sample_index"), "cpu");
+        assert_eq!(c.int("nodecount"), 20);
+        let q = c.to_query(&Config::default());
+        assert_eq!(Config::from_query(&q).unwrap(), c);
+        assert!(q.starts_with("f=%5Eburn_%28a%7Cb%29%24&g=lines"), "{q}");
+        assert!(Config::from_query("g=bytes").is_err());
+        assert!(Config::from_query("f=(").is_err());
+        assert_eq!(url_decode("a+b%2"), "a b%2");
+        assert_eq!(url_decode("%zz%41"), "%zzA");
     }
 
     #[test]

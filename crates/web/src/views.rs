@@ -1,0 +1,584 @@
+//! The routes and their pages.
+//!
+//! Each view is a page under `/ui/` whose query string is the whole state:
+//! the settings by their URL names ([`Config::with_query`] over the
+//! command line's settings), and for Peek, Source and Disassembly the
+//! functions asked for in `f` (the selection, as Go pprof passes it). The
+//! report itself is always [`Session::run`]'s output for one command of
+//! the driver's table; the page wraps it in the common header (views,
+//! Refine, search, sample type, granularity, configurations, download)
+//! and the legend. The page's script ([`SCRIPT`]) only edits the URL and
+//! highlights what is already on the page.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use anyhow::Result;
+use cpuprof_driver::commands::command;
+use cpuprof_driver::settings::{query_pairs, GRANULARITIES};
+use cpuprof_driver::{Config, Destination, Session};
+
+use crate::{configs, Request, Response};
+
+/// The page's script.
+pub const SCRIPT: &str = include_str!("assets/ui.js");
+/// The page's style sheet.
+pub const STYLE: &str = include_str!("assets/ui.css");
+
+/// The views: route, menu label, the report command behind it.
+pub const VIEWS: &[(&str, &str)] = &[
+    ("top", "Top"),
+    ("graph", "Graph"),
+    ("flamegraph", "Flame Graph"),
+    ("peek", "Peek"),
+    ("source", "Source"),
+    ("disasm", "Disassemble"),
+];
+
+/// The web UI over one session: what every request reads.
+pub struct App {
+    session: &'static Session,
+    config: Config,
+    allowed_hosts: Option<Vec<String>>,
+    url: String,
+    configs: Option<PathBuf>,
+    /// Each sample type's total over every sample (the legend's total).
+    totals: Vec<i64>,
+}
+
+impl App {
+    /// The app for `session` with the command line's `config`;
+    /// `allowed_hosts` are the `Host` headers accepted (`None`: any), `url`
+    /// the server's own address.
+    pub fn new(
+        session: &'static Session,
+        config: Config,
+        allowed_hosts: Option<Vec<String>>,
+        url: String,
+    ) -> App {
+        let profile = session.profile();
+        let mut totals = vec![0i64; profile.sample_types.len()];
+        for sample in &profile.samples {
+            for (t, v) in totals.iter_mut().zip(&sample.values) {
+                *t += v;
+            }
+        }
+        App {
+            session,
+            config,
+            allowed_hosts,
+            url,
+            configs: configs::default_path(),
+            totals,
+        }
+    }
+
+    /// Saved configurations go to `path` instead of the user's config
+    /// directory.
+    pub fn with_configs_path(mut self, path: Option<PathBuf>) -> App {
+        self.configs = path;
+        self
+    }
+
+    /// Answers one request.
+    pub fn handle(&self, request: &Request) -> Response {
+        if let Some(allowed) = &self.allowed_hosts {
+            let host = request.host.as_deref().unwrap_or("");
+            if !allowed.iter().any(|a| a.eq_ignore_ascii_case(host)) {
+                return Response::text(
+                    403,
+                    "forbidden: the Host header is not this server's loopback name\n",
+                );
+            }
+        }
+        let (path, query) = match request.url.split_once('?') {
+            Some((p, q)) => (p, q),
+            None => (request.url.as_str(), ""),
+        };
+        if path == "/ui/configs" {
+            return match request.method.as_str() {
+                "GET" => configs::list(self.configs.as_deref()),
+                "POST" => {
+                    if !self.same_origin(request) {
+                        return Response::text(403, "forbidden: not from this page's origin\n");
+                    }
+                    configs::post(self.configs.as_deref(), &request.body)
+                }
+                _ => method_not_allowed("GET, POST"),
+            };
+        }
+        let known = matches!(
+            path,
+            "/" | "/ui"
+                | "/ui/"
+                | "/ui/assets/ui.js"
+                | "/ui/assets/ui.css"
+                | "/ui/flamegraph/frame"
+                | "/ui/download"
+        ) || VIEWS
+            .iter()
+            .any(|(v, _)| path.strip_prefix("/ui/") == Some(v));
+        if !known {
+            return Response::text(404, "not found\n");
+        }
+        if request.method != "GET" && request.method != "HEAD" {
+            return method_not_allowed("GET");
+        }
+        match path {
+            "/" | "/ui" | "/ui/" => {
+                let mut r = Response::text(302, "");
+                let location = if query.is_empty() {
+                    "/ui/flamegraph".to_string()
+                } else {
+                    format!("/ui/flamegraph?{query}")
+                };
+                r.headers.push(("Location", location));
+                r
+            }
+            "/ui/assets/ui.js" => Response::new(200, "text/javascript; charset=utf-8", SCRIPT),
+            "/ui/assets/ui.css" => Response::new(200, "text/css; charset=utf-8", STYLE),
+            _ => {
+                let config = match Config::with_query(&self.config, query) {
+                    Ok(c) => c,
+                    Err(e) => return Response::text(400, format!("{e}\n")),
+                };
+                let view = path.strip_prefix("/ui/").unwrap_or(path);
+                match view {
+                    "download" => self.download(&config),
+                    "flamegraph/frame" => match self.report("flame", None, &config) {
+                        Ok(bytes) => Response::new(200, "text/html; charset=utf-8", bytes),
+                        Err(e) => Response::new(
+                            200,
+                            "text/html; charset=utf-8",
+                            format!(
+                                "<!DOCTYPE html><meta charset=\"utf-8\"><p>{}</p>",
+                                escape(&e.to_string())
+                            ),
+                        ),
+                    },
+                    _ => self.view(view, query, &config),
+                }
+            }
+        }
+    }
+
+    /// POSTs must come from a page of this server (its own origin).
+    fn same_origin(&self, request: &Request) -> bool {
+        let Some(origin) = request.origin.as_deref() else {
+            return false;
+        };
+        let Some(host) = request.host.as_deref() else {
+            return false;
+        };
+        origin == format!("http://{host}") || origin == self.url
+    }
+
+    /// Runs the report `name` (with its regex `arg`) into memory.
+    fn report(&self, name: &str, arg: Option<&str>, config: &Config) -> Result<Vec<u8>> {
+        let command = command(name).expect("a command of the table");
+        let mut out = Vec::new();
+        self.session.run(
+            command,
+            arg,
+            config,
+            Destination {
+                out: &mut out,
+                is_terminal: false,
+            },
+        )?;
+        Ok(out)
+    }
+
+    fn download(&self, config: &Config) -> Response {
+        match self.report("proto", None, config) {
+            Ok(bytes) => {
+                let mut r = Response::new(200, "application/octet-stream", bytes);
+                r.headers.push((
+                    "Content-Disposition",
+                    "attachment; filename=\"profile.pb.gz\"".to_string(),
+                ));
+                r
+            }
+            Err(e) => Response::text(500, format!("{e}\n")),
+        }
+    }
+
+    /// A view's page.
+    fn view(&self, view: &str, query: &str, config: &Config) -> Response {
+        let selection = config.get("focus").to_string();
+        let needs_selection = matches!(view, "peek" | "source" | "disasm");
+        let body = if needs_selection && selection.is_empty() {
+            format!(
+                "<p class=\"hint\">Select one or more functions (click them in Top, Graph or \
+                 Flame Graph, or type a regular expression in Search and press Enter), then \
+                 choose {} again.</p>",
+                VIEWS
+                    .iter()
+                    .find(|(v, _)| *v == view)
+                    .map_or("", |(_, l)| l)
+            )
+        } else {
+            let result = match view {
+                "top" => self.report("json", None, config).and_then(|j| self.top(&j)),
+                "graph" => self.report("svg", None, config).map(|svg| graph(&svg)),
+                "flamegraph" => Ok(format!(
+                    "<iframe id=\"flame-frame\" title=\"Flame graph\" src=\"/ui/flamegraph/frame{}\"></iframe>",
+                    escape(&if query.is_empty() {
+                        String::new()
+                    } else {
+                        format!("?{query}")
+                    })
+                )),
+                "peek" => self
+                    .report("peek", Some(&selection), config)
+                    .map(|t| preformatted(&t, false)),
+                "source" => match source_file(query) {
+                    Some(file) if !self.session.source_file_names().contains(&file.as_str()) => {
+                        return Response::text(
+                            404,
+                            format!("{file}: not a source file of this profile\n"),
+                        );
+                    }
+                    file => self
+                        .report("list", Some(&selection), config)
+                        .map(|t| preformatted(&only_file(&t, file.as_deref()), true)),
+                },
+                "disasm" => self
+                    .report("disasm", Some(&selection), config)
+                    .map(|t| preformatted(&t, true)),
+                _ => unreachable!("routes are checked"),
+            };
+            match result {
+                Ok(body) => body,
+                Err(e) => {
+                    format!("<p class=\"error\">{}</p>", escape(&e.to_string()))
+                }
+            }
+        };
+        let html = self.page(view, config, &body);
+        Response::new(200, "text/html; charset=utf-8", html)
+    }
+
+    /// The top table from the JSON report.
+    fn top(&self, json: &[u8]) -> Result<String> {
+        let report: serde_json::Value = serde_json::from_slice(json)?;
+        let total = report["total"].as_i64().unwrap_or(0);
+        let shown = report["shown_total"].as_i64().unwrap_or(0);
+        let unit = report["unit"].as_str().unwrap_or("");
+        let empty = Vec::new();
+        let rows = report["rows"].as_array().unwrap_or(&empty);
+        let mut html = String::with_capacity(256 + rows.len() * 200);
+        let _ = write!(
+            html,
+            "<p class=\"summary\">Showing {} rows: {} of {} {unit} total ({})</p>\
+             <input id=\"filter\" type=\"search\" placeholder=\"Filter rows: regular expression\" \
+             aria-label=\"Filter rows\" spellcheck=\"false\">\
+             <table id=\"toptable\"><thead><tr>\
+             <th class=\"num\" data-key=\"flat\" aria-sort=\"none\">Flat</th><th class=\"num\">Flat%</th>\
+             <th class=\"num\">Sum%</th>\
+             <th class=\"num\" data-key=\"cum\" aria-sort=\"none\">Cum</th><th class=\"num\">Cum%</th>\
+             <th data-key=\"name\" aria-sort=\"none\">Name</th></tr></thead><tbody>",
+            rows.len(),
+            shown,
+            total,
+            percent(shown, total)
+        );
+        let mut sum = 0i64;
+        for row in rows {
+            let name = row["name"].as_str().unwrap_or("");
+            let flat = row["flat"].as_i64().unwrap_or(0);
+            let cum = row["cum"].as_i64().unwrap_or(0);
+            sum += flat;
+            let class = |v: i64| match v.signum() {
+                1 if self.session.base().is_some() => " grew",
+                -1 => " shrank",
+                _ => "",
+            };
+            let _ = write!(
+                html,
+                "<tr><td class=\"num{}\">{flat}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num{}\">{cum}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
+                class(flat),
+                percent(flat, shown),
+                percent(sum, shown),
+                class(cum),
+                percent(cum, shown),
+                escape(row["file"].as_str().unwrap_or("")),
+                escape(name)
+            );
+        }
+        html.push_str("</tbody></table>");
+        Ok(html)
+    }
+
+    /// The page around a view's `body`.
+    fn page(&self, view: &str, config: &Config, body: &str) -> String {
+        let session = self.session;
+        let profile = session.profile();
+        let label = VIEWS
+            .iter()
+            .find(|(v, _)| *v == view)
+            .map_or(view, |(_, l)| l);
+        let inputs: Vec<String> = session
+            .inputs()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let mut html = String::with_capacity(body.len() + 8192);
+        let diff = session.base().is_some();
+        let _ = write!(
+            html,
+            "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+             <meta name=\"color-scheme\" content=\"light dark\">\n\
+             <title>{} — {} — cpuprof</title>\n<link rel=\"icon\" href=\"data:,\">\n\
+             <link rel=\"stylesheet\" href=\"/ui/assets/ui.css\">\n</head>\n\
+             <body data-view=\"{view}\"{}>\n<header>\n<nav aria-label=\"Views\">\
+             <span class=\"brand\">cpuprof</span>",
+            escape(label),
+            escape(&inputs.join(" ")),
+            if diff { " class=\"diff\"" } else { "" }
+        );
+        html.push_str("<span class=\"views\">");
+        for (v, l) in VIEWS {
+            let _ = write!(
+                html,
+                "<a href=\"/ui/{v}\" data-view=\"{v}\"{}>{l}</a>",
+                if *v == view {
+                    " aria-current=\"page\""
+                } else {
+                    ""
+                }
+            );
+        }
+        html.push_str("</span>");
+        html.push_str(
+            "<details class=\"menu\" id=\"refine\"><summary>Refine</summary><div role=\"menu\">\
+             <button type=\"button\" role=\"menuitem\" data-param=\"f\">Focus</button>\
+             <button type=\"button\" role=\"menuitem\" data-param=\"i\">Ignore</button>\
+             <button type=\"button\" role=\"menuitem\" data-param=\"h\">Hide</button>\
+             <button type=\"button\" role=\"menuitem\" data-param=\"s\">Show</button>\
+             <button type=\"button\" role=\"menuitem\" data-param=\"sf\">Show from</button>\
+             <button type=\"button\" role=\"menuitem\" data-param=\"reset\">Reset</button>\
+             </div></details>",
+        );
+        html.push_str(
+            "<details class=\"menu\" id=\"config\"><summary>Config</summary><div role=\"menu\">\
+             <button type=\"button\" role=\"menuitem\" data-action=\"save\">Save as…</button>\
+             <div id=\"saved\"></div></div></details>",
+        );
+        html.push_str(
+            "<a id=\"download\" href=\"/ui/download\" download=\"profile.pb.gz\">Download</a>",
+        );
+        html.push_str("</nav>\n<div class=\"controls\">");
+        let types = &profile.sample_types;
+        if types.len() > 1 {
+            html.push_str("<label>Sample <select id=\"sample\" aria-label=\"Sample type\">");
+            let current =
+                cpuprof_driver::settings::sample_index(profile, config.text("sample_index"))
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| profile.default_sample_index());
+            for (i, t) in types.iter().enumerate() {
+                let _ = write!(
+                    html,
+                    "<option value=\"{}\"{}>{} ({})</option>",
+                    escape(&t.kind),
+                    if i == current { " selected" } else { "" },
+                    escape(&t.kind),
+                    escape(&t.unit)
+                );
+            }
+            html.push_str("</select></label>");
+        }
+        html.push_str("<label>Granularity <select id=\"granularity\" aria-label=\"Granularity\">");
+        for g in GRANULARITIES {
+            let _ = write!(
+                html,
+                "<option value=\"{g}\"{}>{g}</option>",
+                if config.get("granularity") == *g {
+                    " selected"
+                } else {
+                    ""
+                }
+            );
+        }
+        html.push_str("</select></label>");
+        html.push_str(
+            "<input id=\"search\" type=\"search\" placeholder=\"Search: regular expression (/)\" \
+             aria-label=\"Search\" spellcheck=\"false\" autocomplete=\"off\">\
+             <span id=\"selection\" aria-live=\"polite\"></span></div>\n",
+        );
+        // The legend: inputs, total, period, filters.
+        html.push_str("<div id=\"legend\">");
+        let _ = write!(html, "<span>Inputs: {}</span>", escape(&inputs.join(" ")));
+        if let Some(base) = session.base() {
+            let _ = write!(
+                html,
+                "<span>Base: {} (subtracted: values are changes)</span>",
+                escape(&base.display().to_string())
+            );
+        }
+        let index = cpuprof_driver::settings::sample_index(profile, config.text("sample_index"))
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| profile.default_sample_index());
+        if let Some(t) = types.get(index) {
+            let _ = write!(
+                html,
+                "<span>Total: {} {} ({})</span>",
+                self.totals.get(index).copied().unwrap_or(0),
+                escape(&t.unit),
+                escape(&t.kind)
+            );
+        }
+        if profile.period > 0 {
+            let _ = write!(
+                html,
+                "<span>Period: {} {}</span>",
+                profile.period,
+                escape(&profile.period_type.unit)
+            );
+        }
+        let filters: Vec<String> = config
+            .changed()
+            .filter(|(name, _)| !matches!(*name, "output" | "source_path" | "trim_path"))
+            .map(|(name, value)| format!("{name}={value}"))
+            .collect();
+        if !filters.is_empty() {
+            let _ = write!(
+                html,
+                "<span>Settings: {}</span>",
+                escape(&filters.join(" "))
+            );
+        }
+        html.push_str("</div>\n</header>\n<main id=\"view\">");
+        html.push_str(body);
+        html.push_str("</main>\n<script src=\"/ui/assets/ui.js\"></script>\n</body>\n</html>\n");
+        html
+    }
+}
+
+fn method_not_allowed(allow: &str) -> Response {
+    let mut r = Response::text(405, "method not allowed\n");
+    r.headers.push(("Allow", allow.to_string()));
+    r
+}
+
+/// The `file` parameter of a source request.
+fn source_file(query: &str) -> Option<String> {
+    query_pairs(query)
+        .into_iter()
+        .find(|(k, _)| k == "file")
+        .map(|(_, v)| v)
+        .filter(|v| !v.is_empty())
+}
+
+/// The routines of a `--list` output that are in `file` (all without one).
+fn only_file(listing: &[u8], file: Option<&str>) -> Vec<u8> {
+    let Some(file) = file else {
+        return listing.to_vec();
+    };
+    let text = String::from_utf8_lossy(listing);
+    let mut out = String::new();
+    let mut keep = false;
+    for line in text.split_inclusive('\n') {
+        if let Some(header) = line.strip_prefix("ROUTINE ====================== ") {
+            keep = header.trim_end().ends_with(&format!(" in {file}"));
+        }
+        if keep {
+            out.push_str(line);
+        }
+    }
+    out.into_bytes()
+}
+
+/// The SVG document without its XML declaration, in its pane.
+fn graph(svg: &[u8]) -> String {
+    let svg = String::from_utf8_lossy(svg);
+    let start = svg.find("<svg").unwrap_or(0);
+    format!(
+        "<div id=\"graph-pane\" tabindex=\"0\" aria-label=\"Call graph: drag to pan, wheel to zoom\">{}</div>",
+        &svg[start..]
+    )
+}
+
+/// A text report, one span per line; `counts` marks the lines whose
+/// leading flat/cum columns are not all `.`/zero (listings).
+fn preformatted(text: &[u8], counts: bool) -> String {
+    let text = String::from_utf8_lossy(text);
+    let mut html = String::with_capacity(text.len() * 5 / 4 + 64);
+    html.push_str("<pre class=\"report\">");
+    for line in text.lines() {
+        let hot = counts && line_has_samples(line);
+        let _ = writeln!(
+            html,
+            "<span class=\"ln{}\">{}</span>",
+            if hot { " hot" } else { "" },
+            escape(line)
+        );
+    }
+    html.push_str("</pre>");
+    html
+}
+
+/// A listing line with a non-zero flat or cum column.
+fn line_has_samples(line: &str) -> bool {
+    let mut fields = line.split_whitespace();
+    let (Some(flat), Some(cum)) = (fields.next(), fields.next()) else {
+        return false;
+    };
+    let sampled = |f: &str| {
+        f != "."
+            && f.trim_end_matches(|c: char| c.is_ascii_alphabetic() || c == '%')
+                .parse::<f64>()
+                .is_ok_and(|v| v != 0.0)
+    };
+    !line.starts_with("ROUTINE") && (sampled(flat) || sampled(cum))
+}
+
+fn percent(value: i64, total: i64) -> String {
+    if total == 0 {
+        return "-".to_string();
+    }
+    format!("{:.2}%", value as f64 * 100.0 / total as f64)
+}
+
+/// Escapes text for HTML (content and attribute values).
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listing_lines_with_samples() {
+        assert!(line_has_samples("   280    284     42:   x += i;"));
+        assert!(line_has_samples("     .     12     43: f();"));
+        assert!(!line_has_samples("     .      .     44: }"));
+        assert!(!line_has_samples(
+            "ROUTINE ====================== burn_a in /x.c"
+        ));
+    }
+
+    #[test]
+    fn only_the_routines_of_a_file() {
+        let listing = b"ROUTINE ====================== a in /x.c\n1\nROUTINE ====================== b in /y.c\n2\n";
+        assert_eq!(
+            only_file(listing, Some("/y.c")),
+            b"ROUTINE ====================== b in /y.c\n2\n"
+        );
+    }
+}
