@@ -18,6 +18,11 @@
 //! follows `dlopen` and new threads, and the profile is written in
 //! gperftools' format at stop, flush, exit, `_exit` (`src/exit.rs`),
 //! before an exec (`src/exec.rs`) and at termination signals.
+//!
+//! With `CPUPROFILE_HTTP=[HOST:]PORT` the library also serves profiles
+//! over HTTP ([`server`], requests parsed by [`http`]): pprof's remote
+//! protocol and Go's `/debug/pprof/` paths, for `pprof http://…`, Parca and
+//! Pyroscope.
 #![deny(missing_docs)]
 
 #[cfg(not(all(target_os = "linux", target_arch = "x86_64")))]
@@ -28,10 +33,14 @@ mod collector;
 pub mod config;
 mod exec;
 mod exit;
+pub mod http;
 mod interpose;
 mod modules;
+mod pprof_proto;
 mod profiler;
+pub mod server;
 pub mod signal_path;
+mod symbols;
 mod threads;
 pub mod timers;
 mod writer;

@@ -32,6 +32,10 @@ struct Session {
     /// clocks are disarmed and nothing writes the file.
     execs_in_progress: u32,
     path: String,
+    /// Started only to feed an HTTP profile window ([`window_begin`]): it
+    /// writes no file, prints nothing, and is invisible to the C and Rust
+    /// APIs, which may start a session of their own over it.
+    internal: bool,
     settings: Settings,
     clock: Trigger,
     wall_timer: u64,
@@ -55,6 +59,28 @@ pub(crate) struct Control {
     last_sweep: Option<Instant>,
     /// Base name and next index for the `CPUPROFILESIGNAL` switch.
     switch: Option<(String, u32)>,
+    /// The HTTP endpoint's profile window, fed by every drain while open.
+    window: Option<Window>,
+}
+
+/// Samples gathered for one HTTP profile request, alongside whatever
+/// session runs (see [`window_begin`]).
+struct Window {
+    stacks: FxHashMap<Vec<u64>, u64>,
+    settings: Settings,
+    started: Instant,
+    start_time_ns: u64,
+}
+
+/// What a closed window gathered.
+pub(crate) struct WindowProfile {
+    /// Samples per stack (leaf first, return addresses as sampled).
+    pub(crate) stacks: FxHashMap<Vec<u64>, u64>,
+    /// Nanoseconds between samples.
+    pub(crate) period_ns: u64,
+    /// When the window opened (ns since the epoch) and how long it lasted.
+    pub(crate) start_time_ns: u64,
+    pub(crate) duration_ns: u64,
 }
 
 /// The control lock. See the module doc for the lock order.
@@ -64,6 +90,7 @@ pub(crate) static CONTROL: Mutex<Control> = Mutex::new(Control {
     loader_generation: (0, 0),
     last_sweep: None,
     switch: None,
+    window: None,
 });
 
 /// How to arm a new thread while a session runs.
@@ -99,6 +126,9 @@ static SESSION_IDS: AtomicU64 = AtomicU64::new(0);
 /// `CPUPROFILESIGNAL` switch presses not yet handled.
 static SWITCH_PRESSES: AtomicU64 = AtomicU64::new(0);
 static SWITCH_HANDLED: AtomicU64 = AtomicU64::new(0);
+/// True while the running session is an internal one (see
+/// [`Session::internal`]).
+static INTERNAL_SESSION: AtomicBool = AtomicBool::new(false);
 /// Samples of the current session, for `ProfilerGetCurrentState`.
 static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
 static ONCE_HOOKS: std::sync::Once = std::sync::Once::new();
@@ -168,7 +198,7 @@ pub(crate) fn start(
     filter: Option<(usize, usize)>,
 ) -> Result<(), StartError> {
     let mut control = lock(&CONTROL);
-    if control.session.is_some() {
+    if control.session.as_ref().is_some_and(|s| !s.internal) {
         return Err(StartError::AlreadyRunning);
     }
     // Like libprofiler, a path that cannot be written fails the start, not
@@ -177,9 +207,23 @@ pub(crate) fn start(
     if let Err(e) = writer::prepare(path) {
         return Err(StartError::File(path.to_string(), e));
     }
+    // An HTTP window's internal session gives way: the window goes on,
+    // fed by the program's own session from now on.
+    end_internal_session(&mut control);
+    start_locked(&mut control, Some(path), settings, filter)
+}
+
+/// Starts a session (internal when `path` is None). Caller holds
+/// [`CONTROL`] and checked that no session runs.
+fn start_locked(
+    control: &mut Control,
+    path: Option<&str>,
+    settings: Settings,
+    filter: Option<(usize, usize)>,
+) -> Result<(), StartError> {
     let sampler = sampler();
     install_once_hooks();
-    refresh_modules(&mut control, sampler, true);
+    refresh_modules(control, sampler, true);
     install_profiling_handler(settings.signal);
     ensure_control_thread(sampler);
     sampler.reset_stats();
@@ -256,7 +300,8 @@ pub(crate) fn start(
     control.session = Some(Session {
         id: SESSION_IDS.fetch_add(1, Ordering::Relaxed) + 1,
         execs_in_progress: 0,
-        path: path.to_string(),
+        path: path.unwrap_or_default().to_string(),
+        internal: path.is_none(),
         settings,
         clock,
         wall_timer,
@@ -269,7 +314,116 @@ pub(crate) fn start(
         last_flush: Instant::now(),
     });
     control.last_sweep = Some(Instant::now());
+    INTERNAL_SESSION.store(path.is_none(), Ordering::Release);
+    // The control thread sleeps without a timeout while no session runs.
+    sampler.wake_control();
     Ok(())
+}
+
+/// Stops an internal session, if that is what runs, moving its last
+/// samples into the window. Caller holds [`CONTROL`].
+fn end_internal_session(control: &mut Control) {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    if !control.session.as_ref().is_some_and(|s| s.internal) {
+        return;
+    }
+    if let Some(mut session) = control.session.take() {
+        disarm_all(sampler, &session);
+        drain_twice(sampler, &mut session, &mut control.window);
+        INTERNAL_SESSION.store(false, Ordering::Release);
+    }
+}
+
+/// Moves the samples of the active table into the session, and into the
+/// window when one is open.
+fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Window>) {
+    match window {
+        None => session.evictions += sampler.drain(&mut session.stacks),
+        Some(window) => {
+            let mut drained = FxHashMap::default();
+            session.evictions += sampler.drain(&mut drained);
+            for (stack, count) in drained {
+                *window.stacks.entry(stack.clone()).or_insert(0) += count;
+                *session.stacks.entry(stack).or_insert(0) += count;
+            }
+        }
+    }
+}
+
+/// Both tables: the active one and the one a handler may have filled
+/// after the last drain.
+fn drain_twice(sampler: &Sampler, session: &mut Session, window: &mut Option<Window>) {
+    drain_into(sampler, session, window);
+    drain_into(sampler, session, window);
+}
+
+/// Why a profile window could not open.
+#[derive(Debug)]
+pub(crate) enum WindowError {
+    /// Another window is open.
+    Busy,
+    /// No session ran and none could be started for the window.
+    Start(StartError),
+}
+
+/// Opens an HTTP profile window. When the program runs a session of its
+/// own (`CPUPROFILE`, `ProfilerStart`, …) the window takes its samples
+/// alongside, at its rate, without disturbing it; otherwise an internal
+/// session samples at `settings` until [`window_end`]. Returns the rate in
+/// use.
+pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
+    let mut control = lock(&CONTROL);
+    let control = &mut *control;
+    if control.window.is_some() {
+        return Err(WindowError::Busy);
+    }
+    let settings = match control.session.as_mut() {
+        Some(session) => {
+            // Samples taken before the window are the session's only.
+            if let Some(sampler) = existing_sampler() {
+                drain_into(sampler, session, &mut None);
+            }
+            session.settings.clone()
+        }
+        None => {
+            start_locked(control, None, settings.clone(), None).map_err(WindowError::Start)?;
+            settings
+        }
+    };
+    let frequency = settings.frequency;
+    let since_epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    control.window = Some(Window {
+        stacks: FxHashMap::default(),
+        settings,
+        started: Instant::now(),
+        start_time_ns: since_epoch.as_nanos() as u64,
+    });
+    Ok(frequency)
+}
+
+/// Closes the window: its samples, and the end of the internal session
+/// that fed it, if any.
+pub(crate) fn window_end() -> Option<WindowProfile> {
+    let mut control = lock(&CONTROL);
+    let control = &mut *control;
+    control.window.as_ref()?;
+    if let (Some(sampler), Some(session)) = (existing_sampler(), control.session.as_mut()) {
+        if session.execs_in_progress == 0 {
+            drain_twice(sampler, session, &mut control.window);
+        }
+    }
+    end_internal_session(control);
+    let window = control.window.take()?;
+    Some(WindowProfile {
+        period_ns: window.settings.period_ns(),
+        duration_ns: window.started.elapsed().as_nanos() as u64,
+        start_time_ns: window.start_time_ns,
+        stacks: window.stacks,
+    })
 }
 
 /// Disarms every clock of the session; the handler stays installed.
@@ -315,14 +469,22 @@ pub struct SessionSummary {
 /// nothing was running.
 pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
     let mut control = lock(&CONTROL);
+    let control = &mut *control;
     let sampler = existing_sampler()?;
+    if control.session.as_ref()?.internal {
+        return None;
+    }
     let mut session = control.session.take()?;
     disarm_all(sampler, &session);
-    // Both tables: the active one and the one a handler may have filled
-    // after the last drain.
-    session.evictions += sampler.drain(&mut session.stacks);
-    session.evictions += sampler.drain(&mut session.stacks);
+    drain_twice(sampler, &mut session, &mut control.window);
     let written = write_profile(sampler, &mut session);
+    if let Some(window) = control.window.as_ref() {
+        // An HTTP window outlives the program's session: sample on for it.
+        let settings = window.settings.clone();
+        if let Err(e) = start_locked(control, None, settings, None) {
+            diag(&format!("cannot go on sampling for the HTTP profile: {e}"));
+        }
+    }
     let s = &sampler.stats;
     let load = |c: &AtomicU64| c.load(Ordering::Relaxed);
     let summary = SessionSummary {
@@ -365,14 +527,15 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
 /// far. Returns None when nothing is running.
 pub(crate) fn flush() -> Option<io::Result<usize>> {
     let mut control = lock(&CONTROL);
+    let control = &mut *control;
     let sampler = existing_sampler()?;
-    let session = control.session.as_mut()?;
+    let session = control.session.as_mut().filter(|s| !s.internal)?;
     if session.execs_in_progress > 0 {
         // Written just before the exec, which may end this process (and a
         // write under way) at any moment.
         return Some(Ok(0));
     }
-    session.evictions += sampler.drain(&mut session.stacks);
+    drain_into(sampler, session, &mut control.window);
     let written = write_profile(sampler, session);
     session.last_flush = Instant::now();
     Some(written)
@@ -386,6 +549,7 @@ pub(crate) fn flush() -> Option<io::Result<usize>> {
 /// clocks (the caller checks [`session_pid`]).
 pub(crate) fn suspend_for_exec() -> Option<u64> {
     let mut control = lock(&CONTROL);
+    let control = &mut *control;
     let sampler = existing_sampler()?;
     let session = control.session.as_mut()?;
     session.execs_in_progress += 1;
@@ -394,8 +558,7 @@ pub(crate) fn suspend_for_exec() -> Option<u64> {
         // and a profiling signal pending across it would kill the new
         // image, where our handler is gone.
         disarm_all(sampler, session);
-        session.evictions += sampler.drain(&mut session.stacks);
-        session.evictions += sampler.drain(&mut session.stacks);
+        drain_twice(sampler, session, &mut control.window);
         let _ = write_profile(sampler, session);
     }
     Some(session.id)
@@ -500,6 +663,9 @@ fn serve_requests(requests: &AtomicU32, done: &AtomicU32, work: fn()) {
 /// Writes the session's profile (to a temporary name, then renamed);
 /// returns its size in bytes. Failures are also reported on stderr.
 fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> {
+    if session.internal {
+        return Ok(0);
+    }
     let maps = modules::read_maps();
     let period_us = header_period_us(sampler, session);
     let bytes = writer::encode(period_us, &session.stacks, &maps, &session.maps_seen);
@@ -534,7 +700,10 @@ fn header_period_us(sampler: &Sampler, session: &Session) -> u64 {
 /// State for `ProfilerGetCurrentState`: (enabled, start time, path, samples).
 pub(crate) fn current_state() -> (bool, libc::time_t, String, u64) {
     let control = lock(&CONTROL);
-    match (&control.session, existing_sampler()) {
+    match (
+        control.session.as_ref().filter(|s| !s.internal),
+        existing_sampler(),
+    ) {
         (Some(session), Some(sampler)) => (
             true,
             session.start_time,
@@ -548,6 +717,7 @@ pub(crate) fn current_state() -> (bool, libc::time_t, String, u64) {
 /// True while a session runs.
 pub(crate) fn is_running() -> bool {
     existing_sampler().is_some_and(|s| s.running.load(Ordering::Acquire))
+        && !INTERNAL_SESSION.load(Ordering::Acquire)
 }
 
 /// Rebuilds the module snapshot if the loader's objects changed (or
@@ -828,7 +998,13 @@ fn control_loop() {
         };
         // SAFETY: poll on one live pollfd; reading the eventfd into a local.
         unsafe {
-            libc::poll(&mut poll, 1, 100);
+            // Idle (no session): sleep until woken, costing no CPU.
+            let timeout = if lock(&CONTROL).session.is_some() {
+                100
+            } else {
+                -1
+            };
+            libc::poll(&mut poll, 1, timeout);
             let mut counter = 0u64;
             libc::read(fd, (&mut counter as *mut u64).cast(), 8);
         }
@@ -845,19 +1021,20 @@ fn control_loop() {
 
 fn periodic_work(sampler: &Sampler) {
     let mut control = lock(&CONTROL);
+    let control = &mut *control;
     if control.session.is_none() {
         return;
     }
     if sampler.table_needs_drain() {
         if let Some(session) = control.session.as_mut() {
-            session.evictions += sampler.drain(&mut session.stacks);
+            drain_into(sampler, session, &mut control.window);
         }
     }
     let sweep_due = control
         .last_sweep
         .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
     if sampler.modules_stale.load(Ordering::Relaxed) || sweep_due {
-        refresh_modules(&mut control, sampler, false);
+        refresh_modules(control, sampler, false);
     }
     if sweep_due {
         control.last_sweep = Some(Instant::now());
@@ -870,7 +1047,7 @@ fn periodic_work(sampler: &Sampler) {
     });
     if flush_due {
         if let Some(session) = control.session.as_mut() {
-            session.evictions += sampler.drain(&mut session.stacks);
+            drain_into(sampler, session, &mut control.window);
             let _ = write_profile(sampler, session);
             session.last_flush = Instant::now();
         }
@@ -909,6 +1086,8 @@ extern "C" fn fork_child() {
         return;
     };
     CONTROL_TID.store(0, Ordering::Release);
+    // The HTTP endpoint's threads do not exist here: no window in the child.
+    control.window = None;
     let Some(sampler) = existing_sampler() else {
         return;
     };
@@ -934,6 +1113,10 @@ extern "C" fn fork_child() {
     };
     sampler.running.store(false, Ordering::Release);
     sampler.clear_tables();
+    if session.internal {
+        INTERNAL_SESSION.store(false, Ordering::Release);
+        return;
+    }
     sampler.reset_stats();
     session.stacks.clear();
     session.evictions = 0;
@@ -1012,12 +1195,21 @@ extern "C" fn on_load() {
     }
     let profile = std::env::var_os("CPUPROFILE").filter(|p| !p.is_empty());
     let switch = std::env::var("CPUPROFILESIGNAL").ok();
-    if profile.is_none() && switch.is_none() {
+    let http = std::env::var("CPUPROFILE_HTTP")
+        .ok()
+        .filter(|v| !v.is_empty());
+    if profile.is_none() && switch.is_none() && http.is_none() {
         return;
     }
     if is_secure_execution() {
         diag("not profiling a setuid/setgid program");
         return;
+    }
+    if let Some(spec) = http {
+        crate::server::start_from_env(&spec, profile.is_some() || switch.is_some());
+        if profile.is_none() && switch.is_none() {
+            return;
+        }
     }
     let settings = Settings::from_env(&mut |w| diag(&w));
     if let Some(value) = switch {

@@ -147,7 +147,7 @@ fn current_stack_end() -> u64 {
 
 /// Arms thread `tid`'s clock if it has none. Caller holds [`THREADS`].
 fn arm_slot(sampler: &Sampler, arming: Arming, tid: i32) {
-    if !arming.clock.per_thread() || tid == control_tid() {
+    if !arming.clock.per_thread() || is_internal(tid) {
         return;
     }
     let Some(slot) = sampler.thread_slot(tid) else {
@@ -165,12 +165,18 @@ fn arm_slot(sampler: &Sampler, arming: Arming, tid: i32) {
 
 /// Registers and arms thread `tid`. Caller holds [`THREADS`].
 pub(crate) fn arm_locked(sampler: &Sampler, arming: Arming, tid: i32) {
-    if tid == control_tid() {
+    if is_internal(tid) {
         return;
     }
     if sampler.register_thread(tid).is_some() {
         arm_slot(sampler, arming, tid);
     }
+}
+
+/// True for the agent's own threads (the control thread, the HTTP
+/// endpoint's), which are never sampled.
+fn is_internal(tid: i32) -> bool {
+    tid == control_tid() || crate::server::is_server_thread(tid)
 }
 
 /// The thread ids of this process, from `/proc/self/task`.

@@ -1,0 +1,306 @@
+//! Encoding a window's samples as gzipped profile.proto (the schema in
+//! `proto/profile.proto`), as Go's `net/http/pprof` serves
+//! `/debug/pprof/profile`: sample types `samples/count` and
+//! `cpu/nanoseconds`, period `cpu/nanoseconds`, one mapping per executable
+//! mapping (the main program first) with its build id, and function names
+//! from the objects' symbol tables. Protobuf is written by hand ("Protocol
+//! Buffers encoding": varints, length-delimited fields, packed repeated
+//! scalars); gzip with stored deflate blocks (RFC 1951 section 3.2.4,
+//! RFC 1952): no compression library in the agent.
+
+use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
+
+use crate::symbols::Symbolizer;
+
+/// A protobuf message being written.
+#[derive(Default)]
+struct Message(Vec<u8>);
+
+impl Message {
+    fn varint(&mut self, mut v: u64) {
+        while v >= 0x80 {
+            self.0.push(v as u8 | 0x80);
+            v >>= 7;
+        }
+        self.0.push(v as u8);
+    }
+    /// A varint field (omitted when zero, as proto3 does).
+    fn uint(&mut self, field: u32, v: u64) {
+        if v != 0 {
+            self.varint(u64::from(field) << 3);
+            self.varint(v);
+        }
+    }
+    fn bytes(&mut self, field: u32, bytes: &[u8]) {
+        self.varint(u64::from(field) << 3 | 2);
+        self.varint(bytes.len() as u64);
+        self.0.extend_from_slice(bytes);
+    }
+    fn packed(&mut self, field: u32, values: &[u64]) {
+        let mut inner = Message::default();
+        for &v in values {
+            inner.varint(v);
+        }
+        self.bytes(field, &inner.0);
+    }
+}
+
+/// The string table (index 0 is "").
+struct Strings {
+    table: Vec<String>,
+    index: HashMap<String, u64>,
+}
+
+impl Strings {
+    fn new() -> Strings {
+        Strings {
+            table: vec![String::new()],
+            index: HashMap::from([(String::new(), 0)]),
+        }
+    }
+    fn id(&mut self, s: &str) -> u64 {
+        if let Some(&id) = self.index.get(s) {
+            return id;
+        }
+        let id = self.table.len() as u64;
+        self.table.push(s.to_string());
+        self.index.insert(s.to_string(), id);
+        id
+    }
+}
+
+/// The window to encode.
+pub(crate) struct WindowSamples<'a> {
+    pub(crate) stacks: &'a FxHashMap<Vec<u64>, u64>,
+    pub(crate) period_ns: u64,
+    pub(crate) start_time_ns: u64,
+    pub(crate) duration_ns: u64,
+}
+
+/// Encodes `window` as (uncompressed) profile.proto. `main_path` is the
+/// program's file, whose mapping goes first.
+pub(crate) fn encode(
+    window: &WindowSamples,
+    symbolizer: &mut Symbolizer,
+    main_path: &str,
+) -> Vec<u8> {
+    let mut strings = Strings::new();
+    let mut profile = Message::default();
+    let value_type = |strings: &mut Strings, kind: &str, unit: &str| {
+        let mut m = Message::default();
+        m.uint(1, strings.id(kind));
+        m.uint(2, strings.id(unit));
+        m.0
+    };
+    let samples_count = value_type(&mut strings, "samples", "count");
+    let cpu_ns = value_type(&mut strings, "cpu", "nanoseconds");
+    profile.bytes(1, &samples_count);
+    profile.bytes(1, &cpu_ns);
+
+    // Mapping ids: the main program's mappings first, then by address.
+    let mut order: Vec<usize> = (0..symbolizer.mappings().len()).collect();
+    order.sort_by_key(|&i| symbolizer.mappings()[i].path != main_path);
+    let mut mapping_ids = vec![0u64; order.len()];
+    for (n, &i) in order.iter().enumerate() {
+        mapping_ids[i] = n as u64 + 1;
+    }
+    let mut mapping_used = vec![false; order.len()];
+
+    // Locations: one per address. Callers are return addresses: the
+    // address recorded is the one before (inside the call instruction),
+    // as pprof expects of every frame but the leaf.
+    let mut location_ids: HashMap<u64, u64> = HashMap::new();
+    let mut locations = Vec::new();
+    let mut function_ids: HashMap<String, u64> = HashMap::new();
+    let mut functions = Vec::new();
+    let mut records: Vec<(&Vec<u64>, u64)> = window.stacks.iter().map(|(s, &c)| (s, c)).collect();
+    records.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+    for (stack, count) in records {
+        if stack.is_empty() || count == 0 {
+            continue;
+        }
+        let mut ids = Vec::with_capacity(stack.len());
+        for (depth, &pc) in stack.iter().enumerate() {
+            let address = if depth == 0 { pc } else { pc.wrapping_sub(1) };
+            let next_id = location_ids.len() as u64 + 1;
+            let id = *location_ids.entry(address).or_insert_with(|| {
+                let mut location = Message::default();
+                location.uint(1, next_id);
+                if let Some(index) = symbolizer.mapping_index(address) {
+                    location.uint(2, mapping_ids[index]);
+                    mapping_used[index] = true;
+                }
+                location.uint(3, address);
+                if let Some(name) = symbolizer.function_name(address) {
+                    let next_function = function_ids.len() as u64 + 1;
+                    let function_id = *function_ids.entry(name.clone()).or_insert_with(|| {
+                        let mut function = Message::default();
+                        function.uint(1, next_function);
+                        let name_id = strings.id(&name);
+                        function.uint(2, name_id);
+                        function.uint(3, name_id);
+                        functions.push(function.0);
+                        next_function
+                    });
+                    let mut line = Message::default();
+                    line.uint(1, function_id);
+                    location.bytes(4, &line.0);
+                }
+                locations.push(location.0);
+                next_id
+            });
+            ids.push(id);
+        }
+        let mut sample = Message::default();
+        sample.packed(1, &ids);
+        sample.packed(2, &[count, count.saturating_mul(window.period_ns)]);
+        profile.bytes(2, &sample.0);
+    }
+
+    for &i in &order {
+        let (start, end, offset, path) = {
+            let m = &symbolizer.mappings()[i];
+            (m.start, m.end, m.offset, m.path.clone())
+        };
+        let (build_id, has_functions) = match symbolizer.object(i) {
+            Some(object) => (object.build_id.clone(), object.has_functions()),
+            None => (None, false),
+        };
+        let mut mapping = Message::default();
+        mapping.uint(1, mapping_ids[i]);
+        mapping.uint(2, start);
+        mapping.uint(3, end);
+        mapping.uint(4, offset);
+        mapping.uint(5, strings.id(&path));
+        mapping.uint(6, strings.id(build_id.as_deref().unwrap_or("")));
+        // Every location of a used mapping got a name if its object has
+        // symbols: consumers need not symbolize again.
+        mapping.uint(7, u64::from(has_functions && mapping_used[i]));
+        profile.bytes(3, &mapping.0);
+    }
+    for location in &locations {
+        profile.bytes(4, location);
+    }
+    for function in &functions {
+        profile.bytes(5, function);
+    }
+    let period_type = value_type(&mut strings, "cpu", "nanoseconds");
+    for s in &strings.table {
+        profile.bytes(6, s.as_bytes());
+    }
+    profile.uint(9, window.start_time_ns);
+    profile.uint(10, window.duration_ns);
+    profile.bytes(11, &period_type);
+    profile.uint(12, window.period_ns);
+    profile.0
+}
+
+/// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320) as gzip uses.
+fn crc32(data: &[u8]) -> u32 {
+    const TABLE: [u32; 256] = {
+        let mut table = [0u32; 256];
+        let mut i = 0;
+        while i < 256 {
+            let mut c = i as u32;
+            let mut k = 0;
+            while k < 8 {
+                c = if c & 1 != 0 {
+                    0xEDB8_8320 ^ (c >> 1)
+                } else {
+                    c >> 1
+                };
+                k += 1;
+            }
+            table[i] = c;
+            i += 1;
+        }
+        table
+    };
+    let mut crc = !0u32;
+    for &b in data {
+        crc = TABLE[((crc ^ u32::from(b)) & 0xff) as usize] ^ (crc >> 8);
+    }
+    !crc
+}
+
+/// `data` as a gzip member of stored (uncompressed) deflate blocks.
+pub(crate) fn gzip_stored(data: &[u8]) -> Vec<u8> {
+    let blocks = data.len() / 0xffff + 1;
+    let mut out = Vec::with_capacity(data.len() + blocks * 5 + 18);
+    // ID1 ID2 CM=deflate FLG=0 MTIME=0 XFL=0 OS=unix
+    out.extend_from_slice(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    let mut chunks = data.chunks(0xffff).peekable();
+    if chunks.peek().is_none() {
+        out.extend_from_slice(&[1, 0, 0, 0xff, 0xff]);
+    }
+    while let Some(chunk) = chunks.next() {
+        let last = chunks.peek().is_none();
+        // BFINAL in bit 0, BTYPE=00 (stored); the rest of the byte pads to
+        // the boundary where LEN starts.
+        out.push(u8::from(last));
+        let len = chunk.len() as u16;
+        out.extend_from_slice(&len.to_le_bytes());
+        out.extend_from_slice(&(!len).to_le_bytes());
+        out.extend_from_slice(chunk);
+    }
+    out.extend_from_slice(&crc32(data).to_le_bytes());
+    out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    #[test]
+    fn crc32_check_value() {
+        assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    }
+
+    #[test]
+    fn gzip_round_trips_through_flate2() {
+        for size in [0usize, 1, 0xffff, 0x10000, 200_000] {
+            let data: Vec<u8> = (0..size).map(|i| (i * 7 % 251) as u8).collect();
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&gzip_stored(&data)[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, data, "size {size}");
+        }
+    }
+
+    #[test]
+    fn profile_reads_back_with_our_proto_reader() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let here = profile_reads_back_with_our_proto_reader as *const () as u64;
+        let mut stacks = FxHashMap::default();
+        stacks.insert(vec![here + 4, here + 9], 7);
+        let window = WindowSamples {
+            stacks: &stacks,
+            period_ns: 10_000_000,
+            start_time_ns: 1,
+            duration_ns: 2_000_000_000,
+        };
+        let exe = std::env::current_exe().unwrap();
+        let bytes = gzip_stored(&encode(&window, &mut symbolizer, exe.to_str().unwrap()));
+        let profile = cpuprof_profile::proto::read(&bytes).unwrap();
+        assert_eq!(profile.samples.len(), 1);
+        assert_eq!(profile.samples[0].values, vec![7, 70_000_000]);
+        let types: Vec<String> = profile
+            .sample_types
+            .iter()
+            .map(|t| format!("{}/{}", t.kind, t.unit))
+            .collect();
+        assert_eq!(types, ["samples/count", "cpu/nanoseconds"]);
+        assert_eq!(profile.period, 10_000_000);
+        assert_eq!(profile.duration_nanos, 2_000_000_000);
+        assert!(profile.mappings[0]
+            .path
+            .ends_with(exe.file_name().unwrap().to_str().unwrap()));
+        assert!(!profile.mappings[0].build_id.is_empty());
+    }
+}

@@ -1,0 +1,338 @@
+//! Naming addresses of this process for the HTTP endpoint: the function
+//! symbols (`.symtab`, else `.dynsym`) and the GNU build id of each loaded
+//! object, read from its file with positioned reads (only the headers,
+//! the symbol table and its strings; never a whole file), per the ELF-64
+//! object file format ("System V ABI", chapter 4: ELF header, section
+//! header, symbol table; chapter 5: program header, note section). Runs
+//! on the endpoint's threads only, never in a signal handler.
+
+use std::collections::HashMap;
+use std::fs::File;
+use std::os::unix::fs::FileExt;
+
+/// One executable mapping of `/proc/self/maps`.
+#[derive(Clone, Debug)]
+pub(crate) struct CodeMapping {
+    pub(crate) start: u64,
+    pub(crate) end: u64,
+    pub(crate) offset: u64,
+    pub(crate) path: String,
+}
+
+/// The executable mappings of a `/proc/self/maps` text, in address order.
+pub(crate) fn code_mappings(maps: &str) -> Vec<CodeMapping> {
+    let mut out = Vec::new();
+    for line in maps.lines() {
+        let mut fields = line.split_whitespace();
+        let (Some(range), Some(perms), Some(offset)) =
+            (fields.next(), fields.next(), fields.next())
+        else {
+            continue;
+        };
+        let path = fields.nth(2).unwrap_or("");
+        if !perms.contains('x') || path.is_empty() {
+            continue;
+        }
+        let Some((start, end)) = range.split_once('-') else {
+            continue;
+        };
+        let (Ok(start), Ok(end), Ok(offset)) = (
+            u64::from_str_radix(start, 16),
+            u64::from_str_radix(end, 16),
+            u64::from_str_radix(offset, 16),
+        ) else {
+            continue;
+        };
+        out.push(CodeMapping {
+            start,
+            end,
+            offset,
+            path: path.to_string(),
+        });
+    }
+    out.sort_by_key(|m| m.start);
+    out
+}
+
+/// What one object file tells about its code.
+#[derive(Default)]
+pub(crate) struct ObjectFile {
+    /// (address, size, name) of its functions, by address.
+    functions: Vec<(u64, u64, String)>,
+    /// (file offset, virtual address, size in the file) of its loadable
+    /// segments.
+    segments: Vec<(u64, u64, u64)>,
+    /// The GNU build id, in hex.
+    pub(crate) build_id: Option<String>,
+}
+
+/// Bounds on what is read from one file (a corrupt or hostile file cannot
+/// make the endpoint allocate without limit).
+const MAX_TABLE_BYTES: u64 = 256 << 20;
+const MAX_HEADERS: usize = 1 << 16;
+
+fn u16_at(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_le_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+fn u32_at(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+fn u64_at(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
+    if len > MAX_TABLE_BYTES {
+        return None;
+    }
+    let mut buf = vec![0; len as usize];
+    file.read_exact_at(&mut buf, offset).ok()?;
+    Some(buf)
+}
+
+const PT_LOAD: u32 = 1;
+const PT_NOTE: u32 = 4;
+const SHT_SYMTAB: u32 = 2;
+const SHT_DYNSYM: u32 = 11;
+const STT_FUNC: u8 = 2;
+const STT_GNU_IFUNC: u8 = 10;
+const NT_GNU_BUILD_ID: u32 = 3;
+
+impl ObjectFile {
+    /// Reads an ELF-64 little-endian object (None for anything else).
+    pub(crate) fn read(path: &str) -> Option<ObjectFile> {
+        let file = File::open(path).ok()?;
+        let header = read_at(&file, 0, 64)?;
+        if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+            return None;
+        }
+        let phoff = u64_at(&header, 0x20)?;
+        let shoff = u64_at(&header, 0x28)?;
+        let phentsize = u16_at(&header, 0x36)? as u64;
+        let phnum = (u16_at(&header, 0x38)? as usize).min(MAX_HEADERS);
+        let shentsize = u16_at(&header, 0x3a)? as u64;
+        let shnum = (u16_at(&header, 0x3c)? as usize).min(MAX_HEADERS);
+        let mut object = ObjectFile::default();
+        if phentsize >= 56 {
+            let table = read_at(&file, phoff, phentsize * phnum as u64)?;
+            for i in 0..phnum {
+                let ph = &table[i * phentsize as usize..];
+                let kind = u32_at(ph, 0)?;
+                let (offset, vaddr, filesz) = (u64_at(ph, 8)?, u64_at(ph, 16)?, u64_at(ph, 32)?);
+                if kind == PT_LOAD {
+                    object.segments.push((offset, vaddr, filesz));
+                } else if kind == PT_NOTE && object.build_id.is_none() {
+                    if let Some(notes) = read_at(&file, offset, filesz.min(1 << 16)) {
+                        object.build_id = build_id_in_notes(&notes);
+                    }
+                }
+            }
+        }
+        if shentsize >= 64 && shnum > 0 {
+            let table = read_at(&file, shoff, shentsize * shnum as u64)?;
+            let section =
+                |i: usize| table.get(i * shentsize as usize..(i + 1) * shentsize as usize);
+            // .symtab when present (all functions), else .dynsym (exported).
+            let mut chosen = None;
+            for i in 0..shnum {
+                let sh = section(i)?;
+                match u32_at(sh, 4)? {
+                    SHT_SYMTAB => chosen = Some(i),
+                    SHT_DYNSYM if chosen.is_none() => chosen = Some(i),
+                    _ => {}
+                }
+            }
+            if let Some(i) = chosen {
+                let sh = section(i)?;
+                let (offset, size, link) = (u64_at(sh, 24)?, u64_at(sh, 32)?, u32_at(sh, 40)?);
+                let strings_header = section(link as usize)?;
+                let strings = read_at(
+                    &file,
+                    u64_at(strings_header, 24)?,
+                    u64_at(strings_header, 32)?,
+                )?;
+                let symbols = read_at(&file, offset, size)?;
+                for symbol in symbols.chunks_exact(24) {
+                    let kind = symbol[4] & 0xf;
+                    let shndx = u16_at(symbol, 6)?;
+                    let (value, size) = (u64_at(symbol, 8)?, u64_at(symbol, 16)?);
+                    if (kind != STT_FUNC && kind != STT_GNU_IFUNC) || shndx == 0 || value == 0 {
+                        continue;
+                    }
+                    let name_at = u32_at(symbol, 0)? as usize;
+                    let Some(name) = strings.get(name_at..) else {
+                        continue;
+                    };
+                    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+                    if name.is_empty() {
+                        continue;
+                    }
+                    object.functions.push((
+                        value,
+                        size,
+                        String::from_utf8_lossy(name).into_owned(),
+                    ));
+                }
+                object
+                    .functions
+                    .sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+                object.functions.dedup_by_key(|f| f.0);
+            }
+        }
+        Some(object)
+    }
+
+    /// The virtual address (as linked) of the byte at `file_offset`.
+    fn vaddr_of(&self, file_offset: u64) -> Option<u64> {
+        self.segments
+            .iter()
+            .find(|&&(offset, _, size)| file_offset >= offset && file_offset < offset + size)
+            .map(|&(offset, vaddr, _)| file_offset - offset + vaddr)
+    }
+
+    /// The function containing linked address `vaddr`.
+    fn function_at(&self, vaddr: u64) -> Option<&str> {
+        let index = self
+            .functions
+            .partition_point(|f| f.0 <= vaddr)
+            .checked_sub(1)?;
+        let (start, size, name) = &self.functions[index];
+        (*size == 0 || vaddr < start + size).then_some(name.as_str())
+    }
+
+    /// True when it has function symbols.
+    pub(crate) fn has_functions(&self) -> bool {
+        !self.functions.is_empty()
+    }
+}
+
+/// The NT_GNU_BUILD_ID descriptor among notes, in hex.
+fn build_id_in_notes(notes: &[u8]) -> Option<String> {
+    let align = |n: usize| (n + 3) & !3;
+    let mut at = 0;
+    while at + 12 <= notes.len() {
+        let namesz = u32_at(notes, at)? as usize;
+        let descsz = u32_at(notes, at + 4)? as usize;
+        let kind = u32_at(notes, at + 8)?;
+        let name_at = at + 12;
+        let desc_at = name_at.checked_add(align(namesz))?;
+        let desc = notes.get(desc_at..desc_at.checked_add(descsz)?)?;
+        if kind == NT_GNU_BUILD_ID && notes.get(name_at..name_at + namesz) == Some(b"GNU\0") {
+            return Some(desc.iter().map(|b| format!("{b:02x}")).collect());
+        }
+        at = desc_at + align(descsz);
+    }
+    None
+}
+
+/// Names addresses of this process; each object file is read once, when
+/// an address first falls in it.
+pub(crate) struct Symbolizer {
+    mappings: Vec<CodeMapping>,
+    objects: HashMap<String, Option<ObjectFile>>,
+}
+
+impl Symbolizer {
+    /// A symbolizer for the mappings of a `/proc/self/maps` text.
+    pub(crate) fn new(maps: &str) -> Symbolizer {
+        Symbolizer {
+            mappings: code_mappings(maps),
+            objects: HashMap::new(),
+        }
+    }
+
+    /// The executable mappings, by address.
+    pub(crate) fn mappings(&self) -> &[CodeMapping] {
+        &self.mappings
+    }
+
+    /// The index of the mapping holding `address`.
+    pub(crate) fn mapping_index(&self, address: u64) -> Option<usize> {
+        let index = self
+            .mappings
+            .partition_point(|m| m.start <= address)
+            .checked_sub(1)?;
+        (address < self.mappings[index].end).then_some(index)
+    }
+
+    /// The object file behind mapping `index` (read on first use).
+    pub(crate) fn object(&mut self, index: usize) -> Option<&ObjectFile> {
+        let path = &self.mappings.get(index)?.path;
+        if !path.starts_with('/') {
+            return None;
+        }
+        self.objects
+            .entry(path.clone())
+            .or_insert_with(|| ObjectFile::read(path))
+            .as_ref()
+    }
+
+    /// The function containing `address`.
+    pub(crate) fn function_name(&mut self, address: u64) -> Option<String> {
+        let index = self.mapping_index(address)?;
+        let mapping = &self.mappings[index];
+        let file_offset = address - mapping.start + mapping.offset;
+        let object = self.object(index)?;
+        let vaddr = object.vaddr_of(file_offset)?;
+        object.function_at(vaddr).map(str::to_string)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    #[unsafe(no_mangle)]
+    extern "C" fn cpuprof_symbols_test_marker() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn names_a_function_of_this_test_binary() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let address = cpuprof_symbols_test_marker as *const () as u64 + 1;
+        assert_eq!(
+            symbolizer.function_name(address).as_deref(),
+            Some("cpuprof_symbols_test_marker")
+        );
+        let libc_getpid = libc::getpid as *const () as u64;
+        let name = symbolizer.function_name(libc_getpid).unwrap();
+        assert!(name.contains("getpid"), "{name}");
+        assert_eq!(symbolizer.function_name(8), None);
+    }
+
+    #[test]
+    fn reads_the_build_id_as_readelf_does() {
+        let exe = std::env::current_exe().unwrap();
+        let object = ObjectFile::read(exe.to_str().unwrap()).unwrap();
+        assert!(object.has_functions());
+        let Ok(out) = std::process::Command::new("readelf")
+            .arg("-n")
+            .arg(&exe)
+            .output()
+        else {
+            return;
+        };
+        let text = String::from_utf8_lossy(&out.stdout);
+        if let Some(line) = text.lines().find(|l| l.contains("Build ID:")) {
+            let expected = line.split_whitespace().last().unwrap();
+            assert_eq!(object.build_id.as_deref(), Some(expected));
+        }
+    }
+
+    #[test]
+    fn notes_parse_and_bounds() {
+        let mut notes = Vec::new();
+        notes.extend_from_slice(&4u32.to_le_bytes());
+        notes.extend_from_slice(&3u32.to_le_bytes());
+        notes.extend_from_slice(&NT_GNU_BUILD_ID.to_le_bytes());
+        notes.extend_from_slice(b"GNU\0\xab\xcd\xef\0");
+        assert_eq!(build_id_in_notes(&notes).as_deref(), Some("abcdef"));
+        assert_eq!(build_id_in_notes(&notes[..14]), None);
+        let mut huge = notes.clone();
+        huge[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(build_id_in_notes(&huge), None);
+    }
+}
