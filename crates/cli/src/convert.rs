@@ -73,7 +73,7 @@ pub enum Target {
 
 /// Runs `cpuprof convert`.
 pub fn run(args: Args) -> Result<i32> {
-    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs)?;
+    let Inputs { binaries, profiles } = Inputs::classify(&args.inputs, false)?;
     let symbolize = !args.no_symbolize
         && matches!(
             args.to,

@@ -72,8 +72,17 @@ pub struct Args {
     /// Also look for separate debug files under DIR (default /usr/lib/debug).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dirs: Vec<PathBuf>,
+    /// URL sources: the duration of the profile fetched (adds ?seconds=N
+    /// to CPU profile paths; default 30).
+    #[arg(long, value_name = "N")]
+    pub seconds: Option<u64>,
+    /// URL sources: seconds to wait for the response (default 1.5 x the
+    /// duration, or 60).
+    #[arg(long, value_name = "SECONDS")]
+    pub timeout: Option<f64>,
 
-    /// [BINARY...] PROFILE...: binaries (ELF) and profiles, in any order.
+    /// [BINARY...] PROFILE...: binaries (ELF) and profiles (files, or URLs
+    /// of running programs: host:port[/path], http(s)://...), in any order.
     #[arg(required = true, value_name = "FILE")]
     pub inputs: Vec<PathBuf>,
 }
@@ -101,6 +110,10 @@ pub fn run(args: Args) -> Result<i32> {
         epoch: args.epoch.clone(),
         symbolize: !args.no_symbolize,
         debug_dirs: args.debug_dirs.clone(),
+        fetch: cpuprof_driver::fetch::FetchOptions {
+            seconds: args.seconds,
+            timeout: args.timeout,
+        },
     })?;
     if let Some(spec) = &args.http {
         // The session lives until the process ends: the server's threads

@@ -16,6 +16,7 @@
 
 pub mod cli;
 pub mod commands;
+pub mod fetch;
 pub mod graph_output;
 pub mod line;
 pub mod load;

@@ -20,11 +20,11 @@ pub struct Inputs {
 
 impl Inputs {
     /// Splits `inputs` into binaries (ELF) and profiles; at least one
-    /// profile is required.
-    pub fn classify(inputs: &[PathBuf]) -> Result<Inputs> {
+    /// profile is required unless `fetched` (profiles come from URLs).
+    pub fn classify(inputs: &[PathBuf], fetched: bool) -> Result<Inputs> {
         let (binaries, profiles): (Vec<PathBuf>, Vec<PathBuf>) =
             inputs.iter().cloned().partition(|p| is_elf(p));
-        if profiles.is_empty() {
+        if profiles.is_empty() && !fetched {
             anyhow::bail!("no profile given: every input is an ELF binary");
         }
         Ok(Inputs { binaries, profiles })
@@ -83,7 +83,7 @@ impl Loader {
     /// Reads (and symbolizes) one profile: a file of any format or a DCPI
     /// database directory.
     pub fn load(&self, path: &Path) -> Result<Profile> {
-        let (format, mut profile) = if path.is_dir() {
+        let (format, profile) = if path.is_dir() {
             let profile =
                 cpuprof_profile::dcpi::load_database(path, self.read_options.dcpi_epoch.as_deref())
                     .map_err(|e| anyhow::anyhow!(e))?;
@@ -91,6 +91,11 @@ impl Loader {
         } else {
             self.read_file(path)?
         };
+        self.finish(format, profile)
+    }
+
+    /// Resolves DCPI offsets and symbolizes a profile just read.
+    fn finish(&self, format: Format, mut profile: Profile) -> Result<Profile> {
         if format == Format::Dcpi {
             executable::resolve_dcpi_offsets(&mut profile, &self.binaries);
         }
@@ -127,18 +132,37 @@ impl Loader {
         // as any reader of a file being rewritten would.
         let data = unsafe { memmap2::Mmap::map(&file) }
             .with_context(|| format!("{}: cannot read", path.display()))?;
+        self.read_data(
+            &path.display().to_string(),
+            &data,
+            Some(release_mapped_pages),
+        )
+    }
+
+    /// Reads a profile from `data` (named `name` in errors).
+    fn read_data(
+        &self,
+        name: &str,
+        data: &[u8],
+        release: Option<fn(&[u8])>,
+    ) -> Result<(Format, Profile)> {
         let mut options = ReadOptions {
-            release: Some(release_mapped_pages),
+            release,
             ..self.read_options.clone()
         };
-        if cpuprof_profile::detect_format_with(&data, &options) == Some(Format::Gmon) {
+        if cpuprof_profile::detect_format_with(data, &options) == Some(Format::Gmon) {
             // gmon.out needs the executable's segments and gprof's symbols.
             let full = executable::read_options_for(self.binaries.first().map(PathBuf::as_path));
             options.gmon_symbol_starts = full.gmon_symbol_starts;
             options.executable_mappings = full.executable_mappings;
         }
-        cpuprof_profile::read_profile(&data, &options)
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+        cpuprof_profile::read_profile(data, &options).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+    }
+
+    /// Reads (and symbolizes) a profile fetched from `name` (a URL).
+    pub fn load_data(&self, name: &str, data: &[u8]) -> Result<Profile> {
+        let (format, profile) = self.read_data(name, data, None)?;
+        self.finish(format, profile)
     }
 }
 

@@ -33,6 +33,8 @@ pub struct Sources {
     pub symbolize: bool,
     /// More places for separate debug files.
     pub debug_dirs: Vec<PathBuf>,
+    /// How URLs among the inputs are fetched.
+    pub fetch: crate::fetch::FetchOptions,
 }
 
 /// The loaded inputs, and everything a report needs besides the settings.
@@ -63,7 +65,17 @@ impl Session {
     /// Loads `sources`: reads every profile (any format), sums them,
     /// subtracts the base, symbolizes with the binaries among the inputs.
     pub fn load(sources: Sources) -> Result<Session> {
-        let Inputs { binaries, profiles } = Inputs::classify(&sources.inputs)?;
+        // Files are read as they are; a source that is not a file but a
+        // URL is fetched (and saved) first.
+        let mut files = Vec::new();
+        let mut urls = Vec::new();
+        for input in &sources.inputs {
+            match url_of(input) {
+                Some(url) => urls.push(url),
+                None => files.push(input.clone()),
+            }
+        }
+        let Inputs { binaries, profiles } = Inputs::classify(&files, !urls.is_empty())?;
         let mut options = cpuprof_symbolize::Options {
             binaries: binaries.clone(),
             ..cpuprof_symbolize::Options::default()
@@ -72,20 +84,33 @@ impl Session {
             .debug_dirs
             .extend(sources.debug_dirs.iter().cloned());
         let loader = Loader::new(sources.epoch.clone(), options, sources.symbolize);
-        let sum = loader.load_sum(&profiles, None)?;
+        let mut loaded = Vec::with_capacity(profiles.len() + urls.len());
+        for path in &profiles {
+            loaded.push(loader.load(path)?);
+        }
+        let mut saved = Vec::new();
+        for url in &urls {
+            let (profile, path) = fetch_and_load(&loader, url, &sources)?;
+            loaded.push(profile);
+            saved.push(path);
+        }
+        let sum = cpuprof_profile::merge::merge(loaded).context("summing the profiles")?;
         let (profile, parts) = match &sources.base {
             None => (sum, None),
             Some(base) => {
-                let base = loader.load(base)?;
-                let diff = cpuprof_profile::merge::merge(vec![sum.clone(), {
-                    let mut negative = base.clone();
-                    negative.scale(-1);
-                    negative
-                }])
-                .context("--base")?;
+                let base = match url_of(base) {
+                    Some(url) => fetch_and_load(&loader, &url, &sources)?.0,
+                    None => loader.load(base)?,
+                };
+                let mut negative = base.clone();
+                negative.scale(-1);
+                let diff =
+                    cpuprof_profile::merge::merge(vec![sum.clone(), negative]).context("--base")?;
                 (diff, Some((sum, base)))
             }
         };
+        let mut profiles = profiles;
+        profiles.extend(saved);
         Ok(Session {
             sources,
             binaries,
@@ -292,6 +317,40 @@ impl Session {
         files.dedup();
         files
     }
+}
+
+/// The URL `input` names, when it is not a file and reads as one.
+fn url_of(input: &Path) -> Option<crate::fetch::Url> {
+    if input.exists() {
+        return None;
+    }
+    crate::fetch::Url::parse(input.to_str()?)
+}
+
+/// Fetches `url`, saves it (the path printed on stderr), reads it, and
+/// names what the local binaries could not through the server's symbols.
+fn fetch_and_load(
+    loader: &Loader,
+    url: &crate::fetch::Url,
+    sources: &Sources,
+) -> Result<(Profile, PathBuf)> {
+    let fetched = crate::fetch::fetch(url, &sources.fetch)?;
+    let name = fetched.url.to_string();
+    let mut profile = loader.load_data(&name, &fetched.data)?;
+    let path = crate::fetch::save(&fetched)?;
+    eprintln!("Saved profile in {}", path.display());
+    if sources.symbolize
+        && profile
+            .locations
+            .iter()
+            .any(|l| l.lines.is_empty() && l.address != 0)
+    {
+        let timeout = std::time::Duration::from_secs_f64(sources.fetch.timeout.unwrap_or(60.0));
+        if let Err(e) = crate::fetch::symbolize_remote(&mut profile, &fetched.symbol_url, timeout) {
+            eprintln!("cpuprof: warning: {e:#}");
+        }
+    }
+    Ok((profile, path))
 }
 
 /// A temporary file for a command's output (Go pprof writes `pprofNNN.ext`
