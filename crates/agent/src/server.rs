@@ -496,7 +496,12 @@ fn symbolize(list: &[u8]) -> Response {
             out.push_str(&format!("{address:#x}\t{name}\n"));
         }
     }
-    Response::text(200, out)
+    Response {
+        status: 200,
+        content_type: "text/plain; charset=utf-8",
+        extra_headers: String::new(),
+        body: out.into_bytes(),
+    }
 }
 
 /// Checks a profile request and hands it to the window thread.
