@@ -220,7 +220,15 @@ impl App {
         } else {
             let result = match view {
                 "top" => self.report("json", None, config).and_then(|j| self.top(&j)),
-                "graph" => self.report("svg", None, config).map(|svg| graph(&svg)),
+                "graph" => {
+                    // Our own layout unless the URL asks for dot: its
+                    // nodes carry their names and values for the page.
+                    let mut config = config.clone();
+                    if !query_pairs(query).iter().any(|(k, _)| k == "layout") {
+                        let _ = config.set("layout", Some("builtin"));
+                    }
+                    self.report("svg", None, &config).map(|svg| graph(&svg))
+                }
                 "flamegraph" => Ok(format!(
                     "<iframe id=\"flame-frame\" title=\"Flame graph\" src=\"/ui/flamegraph/frame{}\"></iframe>",
                     escape(&if query.is_empty() {

@@ -231,9 +231,13 @@
     if (!svg) return;
     var nodes = Array.prototype.slice.call(svg.querySelectorAll('g.node'));
     function nameOf(g) {
+      // Our layout's title is "name | flat ... | cum ..."; dot's is an id,
+      // its first text line the name.
       var t = g.querySelector('title').textContent;
       var cut = t.lastIndexOf(' | flat ');
-      return cut < 0 ? t : t.slice(0, cut);
+      if (cut >= 0) return t.slice(0, cut);
+      var text = g.querySelector('text');
+      return text ? text.textContent : t;
     }
     function cumOf(g) {
       var m = / \| cum (-?\d+)/.exec(g.querySelector('title').textContent);
@@ -248,7 +252,8 @@
         var k = Math.min(1, Math.abs(c) / most);
         var fill = c > 0 ? 'rgb(255,' + Math.round(235 - 150 * k) + ',' + Math.round(235 - 150 * k) + ')'
           : c < 0 ? 'rgb(' + Math.round(235 - 150 * k) + ',255,' + Math.round(235 - 150 * k) + ')' : '#f0f0f0';
-        g.querySelector('rect').setAttribute('fill', fill);
+        var shape = g.querySelector('rect, polygon');
+        if (shape) shape.setAttribute('fill', fill);
         g.classList.add(c > 0 ? 'grew' : c < 0 ? 'shrank' : 'same');
       });
     }

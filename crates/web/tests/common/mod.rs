@@ -90,6 +90,11 @@ impl Server {
     /// Starts `cpuprof report --http=127.0.0.1: --no-browser ARGS` and
     /// waits (bounded) for its `Serving web UI on URL` line.
     pub fn start(args: &[&str], inputs: &[&Path]) -> Server {
+        Server::start_with_env(args, inputs, &[])
+    }
+
+    /// [`Server::start`] with more environment variables.
+    pub fn start_with_env(args: &[&str], inputs: &[&Path], env: &[(&str, &Path)]) -> Server {
         let mut child = Command::new(cpuprof_binary())
             .arg("report")
             .arg("--http=127.0.0.1:")
@@ -99,6 +104,7 @@ impl Server {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .spawn()
             .expect("cannot start cpuprof");
         let stdout = child.stdout.take().unwrap();
@@ -180,7 +186,10 @@ pub fn request(
         .and_then(|s| s.parse().ok())
         .expect("a status");
     let mut body = response[text_end + 4..].to_vec();
-    if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         body = dechunk(&body);
     }
     (status, body)
@@ -193,7 +202,11 @@ fn dechunk(mut data: &[u8]) -> Vec<u8> {
             return out;
         };
         let size = usize::from_str_radix(
-            String::from_utf8_lossy(&data[..eol]).trim().split(';').next().unwrap(),
+            String::from_utf8_lossy(&data[..eol])
+                .trim()
+                .split(';')
+                .next()
+                .unwrap(),
             16,
         )
         .unwrap_or(0);

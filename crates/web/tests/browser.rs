@@ -1,0 +1,205 @@
+//! The web UI in a real browser: Debian's headless Chromium driven through
+//! the DevTools protocol by Playwright for Python (`browser.py`, which
+//! prints what it saw), on two `cpuprof report --http` servers over a
+//! profile of spin (one with `--base`). What the page shows is compared
+//! here with `cpuprof report`'s own outputs. Screenshots of each view are
+//! kept in target/web-screenshots.
+
+mod common;
+
+use std::process::Command;
+
+use common::{cpuprof_binary, spin, Server};
+use cpuprof_testkit::{peers_required, repo_root, run_stdout, TextReport};
+use serde_json::Value;
+
+/// Python with Playwright, and Chromium; None (skip) when missing, unless
+/// CPUPROF_REQUIRE_PEERS is set (then a panic).
+fn browser_available() -> bool {
+    let chromium = std::path::Path::new("/usr/bin/chromium").exists();
+    let playwright = Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if chromium && playwright {
+        return true;
+    }
+    let missing = if chromium {
+        "playwright (python3)"
+    } else {
+        "/usr/bin/chromium"
+    };
+    if peers_required() {
+        panic!("{missing} is missing: run scripts/install-peers");
+    }
+    eprintln!("skipped: {missing} is missing (scripts/install-peers installs it)");
+    false
+}
+
+fn text_rows(rows: &Value) -> Vec<(String, i64, i64)> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let cell = |i: usize| r[i].as_str().unwrap().to_string();
+            (cell(5), cell(0).parse().unwrap(), cell(3).parse().unwrap())
+        })
+        .collect()
+}
+
+fn report_rows(args: &[&str]) -> Vec<(String, i64, i64)> {
+    let spin = spin().unwrap();
+    let text = run_stdout(
+        Command::new(cpuprof_binary())
+            .arg("report")
+            .arg("--text")
+            .args(args)
+            .arg(&spin.binary)
+            .arg(&spin.profile),
+    );
+    TextReport::parse(&text)
+        .rows
+        .into_iter()
+        .map(|r| (r.name, r.flat, r.cum))
+        .collect()
+}
+
+#[test]
+fn every_view_in_chromium() {
+    let Some(spin) = spin() else { return };
+    if !browser_available() {
+        return;
+    }
+    let server = Server::start(&[], &[&spin.binary, &spin.profile]);
+    let base = spin.base.to_str().unwrap().to_string();
+    let diff = Server::start(&[&format!("--base={base}")], &[&spin.binary, &spin.profile]);
+    let shots = repo_root().join("target/web-screenshots");
+    let script = repo_root().join("crates/web/tests/browser.py");
+    let mut child = Command::new("python3")
+        .arg(&script)
+        .arg(&server.url)
+        .arg(&diff.url)
+        .arg(&shots)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3");
+    // Bounded: the script's every wait has a timeout; the whole run too.
+    let started = std::time::Instant::now();
+    let output = loop {
+        if let Some(_status) = child.try_wait().unwrap() {
+            break child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > std::time::Duration::from_secs(120) {
+            let _ = child.kill();
+            panic!("browser.py took more than 120 s");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    assert!(
+        output.status.success(),
+        "browser.py failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: Value = serde_json::from_slice(&output.stdout).expect("browser.py's JSON");
+
+    // No console error, no page error, no failed request anywhere.
+    assert_eq!(seen["problems"], Value::Array(vec![]), "{seen:#}");
+    for view in ["top", "graph", "flamegraph", "peek", "source", "disasm"] {
+        let loaded = &seen["loaded"][view];
+        assert!(
+            loaded["title"].as_str().unwrap().contains("cpuprof"),
+            "{view}: {loaded}"
+        );
+    }
+    assert_eq!(
+        seen["loaded"]["flamegraph"]["current"], "Flame Graph",
+        "/ redirects"
+    );
+
+    // Graph: click burn_b, Refine > Focus: the URL and the numbers change,
+    // and they are `--text --focus=` of it.
+    let focus_url = seen["graph_focus_url"].as_str().unwrap();
+    assert!(focus_url.contains("/ui/graph?f="), "{focus_url}");
+    assert!(seen["selection_text"].as_str().unwrap().contains("burn_b"));
+    let focused = text_rows(&seen["focus_rows"]);
+    assert_eq!(focused, report_rows(&["--focus=^(burn_b)$"]), "{seen:#}");
+    let all = text_rows(&seen["top_rows"]);
+    assert_eq!(all, report_rows(&[]));
+    assert_ne!(focused, all);
+
+    // Top: click burn_c, Focus; Back restores the table.
+    assert!(seen["row_focus_url"].as_str().unwrap().contains("f="));
+    assert_eq!(
+        text_rows(&seen["row_focus_rows"]),
+        report_rows(&["--focus=^(burn_c)$"])
+    );
+    assert!(seen["back_url"].as_str().unwrap().ends_with("/ui/top"));
+    assert_eq!(text_rows(&seen["back_rows"]), all);
+    assert_eq!(seen["sorted_by_name"], true);
+    let filtered: Vec<String> = serde_json::from_value(seen["filtered_names"].clone()).unwrap();
+    assert!(!filtered.is_empty() && filtered.iter().all(|n| n.starts_with("burn_")));
+
+    // Sample type and granularity.
+    assert!(seen["sample_options"].as_array().unwrap().len() >= 2);
+    assert_ne!(seen["sample_before"], seen["sample_after"]);
+    assert!(seen["sample_url"].as_str().unwrap().contains("si="));
+    let lines: Vec<String> = serde_json::from_value(seen["lines_names"].clone()).unwrap();
+    assert!(
+        lines.iter().any(|n| n.contains("spin.c:")),
+        "lines granularity: {lines:?}"
+    );
+
+    // Search highlights.
+    let mut matches: Vec<String> = serde_json::from_value(seen["graph_matches"].clone()).unwrap();
+    matches.sort();
+    assert_eq!(matches, ["burn_a", "burn_b"]);
+    assert!(seen["flame_matched"]
+        .as_str()
+        .unwrap()
+        .starts_with("Matched:"));
+    assert!(seen["flame_fills_changed"].as_u64().unwrap() >= 1);
+    assert!(seen["search_enter_url"]
+        .as_str()
+        .unwrap()
+        .contains("f=burn_a"));
+
+    // Source: per-line counts as --list prints them.
+    let list = run_stdout(
+        Command::new(cpuprof_binary())
+            .args(["report", "--list=burn_a"])
+            .arg(&spin.binary)
+            .arg(&spin.profile),
+    );
+    let page_text = seen["source_text"].as_str().unwrap();
+    assert_eq!(page_text.trim_end(), list.trim_end());
+    assert!(seen["source_hot_lines"].as_u64().unwrap() >= 1);
+
+    // Diff: burn_a grew, coloured as growth (red) in Top and Graph.
+    let grew: i64 = seen["diff_burn_a_flat"].as_str().unwrap().parse().unwrap();
+    assert!(grew > 0, "{seen:#}");
+    let colour = seen["diff_burn_a_colour"].as_str().unwrap();
+    let rgb: Vec<u32> = colour
+        .trim_start_matches("rgb(")
+        .trim_end_matches(')')
+        .split(", ")
+        .map(|c| c.parse().unwrap())
+        .collect();
+    assert!(rgb[0] > rgb[1] + 60 && rgb[0] > rgb[2] + 60, "{colour}");
+    let fill = seen["diff_graph_fill"].as_str().unwrap();
+    assert!(fill.starts_with("rgb(255,"), "{fill}");
+
+    // prefers-color-scheme: dark.
+    assert_ne!(seen["dark_background"], "rgb(255, 255, 255)");
+    for name in [
+        "top",
+        "graph",
+        "flamegraph",
+        "peek",
+        "source",
+        "disasm",
+        "diff-graph",
+    ] {
+        assert!(shots.join(format!("{name}.png")).exists(), "{name}.png");
+    }
+}
