@@ -588,7 +588,9 @@ fn port_in_use_is_one_line_and_the_program_runs_on() {
 fn idle_endpoint_costs_no_cpu() {
     let dir = tempdir();
     let host = build_host(dir.path());
-    // CPU seconds (user + system) of a run, from wait4's rusage.
+    // CPU seconds (user + system) of a run, from wait4's rusage (which
+    // reaps the child: Child::wait would lose the rusage).
+    #[allow(clippy::zombie_processes)]
     let measure = |cmd: &mut Command| {
         let child = cmd
             .args(["idle", "2"])
