@@ -207,7 +207,15 @@ fn serve_one(app: &views::App, mut request: tiny_http::Request) {
                 origin: header(&request, "Origin"),
                 body,
             };
-            app.handle(&req)
+            let started = std::time::Instant::now();
+            let mut response = app.handle(&req);
+            // The server's own time, for the benchmark and the browser's
+            // network panel.
+            response.headers.push((
+                "Server-Timing",
+                format!("app;dur={:.1}", started.elapsed().as_secs_f64() * 1e3),
+            ));
+            response
         }
     };
     let mut out = tiny_http::Response::from_data(response.body)

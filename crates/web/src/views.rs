@@ -145,7 +145,11 @@ impl App {
                 let view = path.strip_prefix("/ui/").unwrap_or(path);
                 match view {
                     "download" => self.download(&config),
-                    "flamegraph/frame" => match self.report("flame", None, &config) {
+                    "flamegraph/frame" => match self.report(
+                        if icicle(query) { "icicle" } else { "flame" },
+                        None,
+                        &config,
+                    ) {
                         Ok(bytes) => Response::new(200, "text/html; charset=utf-8", bytes),
                         Err(e) => Response::new(
                             200,
@@ -263,7 +267,7 @@ impl App {
                 }
             }
         };
-        let html = self.page(view, config, &body);
+        let html = self.page(view, query, config, &body);
         Response::new(200, "text/html; charset=utf-8", html)
     }
 
@@ -320,7 +324,7 @@ impl App {
     }
 
     /// The page around a view's `body`.
-    fn page(&self, view: &str, config: &Config, body: &str) -> String {
+    fn page(&self, view: &str, query: &str, config: &Config, body: &str) -> String {
         let session = self.session;
         let profile = session.profile();
         let label = VIEWS
@@ -411,6 +415,13 @@ impl App {
             );
         }
         html.push_str("</select></label>");
+        if view == "flamegraph" {
+            let _ = write!(
+                html,
+                "<label><input id=\"icicle\" type=\"checkbox\"{}> Icicle (root on top)</label>",
+                if icicle(query) { " checked" } else { "" }
+            );
+        }
         html.push_str(
             "<input id=\"search\" type=\"search\" placeholder=\"Search: regular expression (/)\" \
              aria-label=\"Search\" spellcheck=\"false\" autocomplete=\"off\">\
@@ -470,6 +481,13 @@ fn method_not_allowed(allow: &str) -> Response {
     let mut r = Response::text(405, "method not allowed\n");
     r.headers.push(("Allow", allow.to_string()));
     r
+}
+
+/// The flame graph's `icicle` parameter (the page's own, not a setting).
+fn icicle(query: &str) -> bool {
+    query_pairs(query)
+        .iter()
+        .any(|(k, v)| k == "icicle" && cpuprof_driver::settings::parse_bool(v) == Some(true))
 }
 
 /// The `file` parameter of a source request.
@@ -541,7 +559,7 @@ fn line_has_samples(line: &str) -> bool {
                 .parse::<f64>()
                 .is_ok_and(|v| v != 0.0)
     };
-    !line.starts_with("ROUTINE") && (sampled(flat) || sampled(cum))
+    !line.starts_with("ROUTINE") && !line.contains(" Total ") && (sampled(flat) || sampled(cum))
 }
 
 fn percent(value: i64, total: i64) -> String {

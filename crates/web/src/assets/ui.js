@@ -102,6 +102,15 @@
       navigate(view, p);
     });
   }
+  var icicle = document.getElementById('icicle');
+  if (icicle) {
+    icicle.addEventListener('change', function () {
+      var p = new URLSearchParams(params);
+      if (icicle.checked) p.set('icicle', 'true');
+      else p.delete('icicle');
+      navigate(view, p);
+    });
+  }
   onSelector('sample', 'si');
   onSelector('granularity', 'g');
 
