@@ -72,6 +72,11 @@ pub struct Args {
     /// Also look for separate debug files under DIR (default /usr/lib/debug).
     #[arg(long = "debug-dir", value_name = "DIR")]
     pub debug_dirs: Vec<PathBuf>,
+    /// With --base: exit with status 3 when a function's cum share grew
+    /// significantly (Holm at --confidence, default 95%) by more than PCT
+    /// percentage points of the total; the rows go to stderr.
+    #[arg(long = "fail-on-growth", alias = "fail_on_growth", value_name = "PCT")]
+    pub fail_on_growth: Option<f64>,
     /// URL sources: the duration of the profile fetched (adds ?seconds=N
     /// to CPU profile paths; default 30).
     #[arg(long, value_name = "N")]
@@ -95,6 +100,15 @@ pub fn run(args: Args) -> Result<i32> {
     }
     if args.http.is_some() && args.settings.0.text("output").is_some() {
         anyhow::bail!("--http is incompatible with an output option (-o/--output)");
+    }
+    if args.fail_on_growth.is_some() && args.base.is_none() {
+        anyhow::bail!("--fail-on-growth compares with a base profile: give --base=OLD");
+    }
+    if args
+        .fail_on_growth
+        .is_some_and(|p| !(0.0..100.0).contains(&p))
+    {
+        anyhow::bail!("--fail-on-growth: expected percentage points between 0 and 100");
     }
     let shell = match (&args.output.0, args.interactive) {
         (Some(_), _) => None,
@@ -143,6 +157,14 @@ pub fn run(args: Args) -> Result<i32> {
         },
     )?;
     lock.flush()?;
+    drop(lock);
+    if let Some(points) = args.fail_on_growth {
+        let status = growth_gate(&session, &args.settings.0, points)?;
+        if status != 0 {
+            std::mem::forget(session);
+            return Ok(status);
+        }
+    }
     // The process ends here: freeing hundreds of thousands of samples one
     // by one would only add time.
     std::mem::forget(session);
@@ -183,6 +205,28 @@ fn open_browser(url: &str) {
     if let Err(e) = spawned {
         eprintln!("cpuprof: cannot start {browser}: {e}; open {url} yourself");
     }
+}
+
+/// `--fail-on-growth`: 3 when a function's cum share grew significantly by
+/// more than `points`, with those rows on stderr; else 0.
+fn growth_gate(session: &Session, config: &cpuprof_driver::Config, points: f64) -> Result<i32> {
+    let level = config.confidence().unwrap_or(0.95);
+    let Some(diff) = session.diff_table(config, level)? else {
+        return Ok(0);
+    };
+    let grown = diff.grown_by_more_than(points);
+    if grown.is_empty() {
+        return Ok(0);
+    }
+    eprintln!(
+        "cpuprof: --fail-on-growth={points}: {} function(s) grew by more than {points} points of the total, significantly at {}% (Holm):",
+        grown.len(),
+        cpuprof_report::stats::level_text(level)
+    );
+    for change in grown {
+        eprintln!("  {} {}", diff.column(&change.name), change.name);
+    }
+    Ok(3)
 }
 
 /// `--symbols`: the names of the addresses on standard input.

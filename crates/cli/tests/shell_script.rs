@@ -343,6 +343,7 @@ fn probe(name: &str, kind: Kind, dir: &Path) -> (&'static str, String) {
                 Kind::Int => "3".into(),
                 Kind::Float => "0.05".into(),
                 Kind::Regex => "burn_b|recurse".into(),
+                Kind::Level => "99".into(),
                 Kind::Text => "x".into(),
                 Kind::Choice(choices) => choices[choices.len() - 1].into(),
             },

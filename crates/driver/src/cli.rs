@@ -31,6 +31,12 @@ fn setting_arg(s: &'static Setting) -> Arg {
             .require_equals(true)
             .default_missing_value("true");
     }
+    if s.kind == Kind::Level {
+        arg = arg
+            .num_args(0..=1)
+            .require_equals(true)
+            .default_missing_value("95");
+    }
     if s.name == "output" {
         arg = arg.short('o');
     }
@@ -195,6 +201,7 @@ mod tests {
                 Kind::Regex => "^burn_[ab]$",
                 Kind::Text => "x:y",
                 Kind::Choice(choices) => choices[choices.len() - 1],
+                Kind::Level => "99",
             };
             let flag = format!("--{}={value}", s.name);
             let parsed = parse(&[&flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));

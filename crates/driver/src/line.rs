@@ -163,7 +163,7 @@ pub fn parse(line: &str, sample_types: &[String]) -> Result<Line, LineError> {
             return Ok(Line::SampleType(word.to_string()));
         }
         if settings::choice_group(word).is_some()
-            || settings::setting(word).is_some_and(|s| s.kind == Kind::Bool)
+            || settings::setting(word).is_some_and(|s| matches!(s.kind, Kind::Bool | Kind::Level))
         {
             return Ok(Line::Set {
                 name: word.to_string(),
@@ -402,6 +402,7 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             }
             Kind::Text => "text".to_string(),
             Kind::Choice(choices) => format!("one of {}", choices.join(", ")),
+            Kind::Level => "a confidence level in percent, or 0 for off".to_string(),
         };
         let default = if s.default.is_empty() {
             "\"\""

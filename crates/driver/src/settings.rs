@@ -31,6 +31,9 @@ pub enum Kind {
     Text,
     /// One of a fixed list of words.
     Choice(&'static [&'static str]),
+    /// A confidence level in percent (`95`, `99.9`), `0` for off; the
+    /// name alone (a flag without a value) means 95.
+    Level,
 }
 
 /// One report setting.
@@ -92,6 +95,16 @@ impl Setting {
                 value.to_string()
             }
             Kind::Text => value.to_string(),
+            Kind::Level => match value {
+                "0" | "off" | "false" => "0".to_string(),
+                _ => match cpuprof_report::stats::parse_level(value) {
+                    Some(level) => cpuprof_report::stats::level_text(level),
+                    None => bail!(
+                        "{}={value}: expected a confidence level in percent (e.g. 95), or 0 for off",
+                        self.name
+                    ),
+                },
+            },
             Kind::Choice(choices) => match choices.iter().find(|c| **c == value) {
                 Some(c) => c.to_string(),
                 None => bail!(
@@ -128,6 +141,17 @@ pub const GRANULARITIES: &[&str] = &["functions", "lines", "addresses", "files"]
 
 /// Every report setting. Kept in alphabetical order (the order of `o`).
 pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "confidence",
+        kind: Kind::Level,
+        default: "0",
+        help: "Show the interval of each share at this confidence level in percent (95 when given alone; 0: off): Wilson score intervals of k of n samples",
+        url: Some("ci"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "PCT",
+    },
     Setting {
         name: "drop_negative",
         kind: Kind::Bool,
@@ -259,6 +283,17 @@ pub static SETTINGS: &[Setting] = &[
         choices_stand_alone: false,
         filter: false,
         value_name: "F",
+    },
+    Setting {
+        name: "noinlines",
+        kind: Kind::Bool,
+        default: "false",
+        help: "Count inlined code in its physical function (Go pprof's -noinlines); addresses and lines follow",
+        url: Some("noinlines"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
     },
     Setting {
         name: "output",
@@ -411,6 +446,7 @@ impl Config {
         let value = match (value, setting.kind) {
             (Some(v), _) => v,
             (None, Kind::Bool) => "true",
+            (None, Kind::Level) => "95",
             (None, _) => bail!("please specify a value, e.g. {}=<val>", setting.name),
         };
         self.values[Self::index(setting.name)] = setting.check(value)?;
@@ -499,6 +535,14 @@ impl Config {
         out
     }
 
+    /// The `confidence` level as a fraction, `None` when off.
+    pub fn confidence(&self) -> Option<f64> {
+        match self.get("confidence") {
+            "0" => None,
+            level => cpuprof_report::stats::parse_level(level),
+        }
+    }
+
     /// The granularity asked for.
     pub fn granularity(&self) -> Granularity {
         match self.get("granularity") {
@@ -531,6 +575,7 @@ impl Config {
             show_from: regex("show_from")?,
             cum: self.get("sort") == "cum",
             full_names: self.bool("full_names"),
+            noinlines: self.bool("noinlines"),
             sample_index: sample_index(profile, self.text("sample_index"))?,
             drop_negative: self.bool("drop_negative"),
             nodecount,

@@ -24,6 +24,17 @@ use rustc_hash::FxHashMap;
 
 /// Writes the per-procedure report of `profile`'s `sample_index` values.
 pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io::Result<()> {
+    write_with(profile, sample_index, out, None)
+}
+
+/// [`write`], with the interval of each row's % at confidence `level`
+/// (`--confidence`) before the procedure.
+pub fn write_with(
+    profile: &Profile,
+    sample_index: usize,
+    out: &mut dyn Write,
+    level: Option<f64>,
+) -> io::Result<()> {
     let mut rows: FxHashMap<(String, String), i64> = FxHashMap::default();
     let mut total = 0i64;
     for s in &profile.samples {
@@ -69,9 +80,25 @@ pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io:
     text.push('\n');
     text.push_str(&"=".repeat(75));
     text.push('\n');
+    // The samples the shares are of: values per period when they are in
+    // the period's unit (CPU time).
+    let value_type = profile.sample_types.get(sample_index);
+    let scale = match value_type {
+        Some(t)
+            if t.unit != "count" && profile.period > 0 && profile.period_type.unit == t.unit =>
+        {
+            profile.period as f64
+        }
+        _ => 1.0,
+    };
+    let z = level.map(crate::stats::z_for);
+    let interval_header = match level {
+        Some(l) => format!(" {:<13}", format!("{}% CI", crate::stats::level_text(l))),
+        None => String::new(),
+    };
     let _ = writeln!(
         text,
-        "{column:>8} {:>7} {:>7} {:<30} image",
+        "{column:>8} {:>7}{interval_header} {:>7} {:<30} image",
         "%", "cum%", "procedure"
     );
     let mut cum = 0i64;
@@ -84,9 +111,20 @@ pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io:
                 0.0
             }
         };
+        let interval = match z {
+            Some(z) => format!(
+                " {:<13}",
+                crate::stats::format_interval(crate::stats::wilson(
+                    v.unsigned_abs() as f64 / scale,
+                    total.unsigned_abs() as f64 / scale,
+                    z
+                ))
+            ),
+            None => String::new(),
+        };
         let _ = writeln!(
             text,
-            "{v:>8} {:>6.2}% {:>6.2}% {procedure:<30} {image}",
+            "{v:>8} {:>6.2}%{interval} {:>6.2}% {procedure:<30} {image}",
             pct(v),
             pct(cum)
         );

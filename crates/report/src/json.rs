@@ -26,14 +26,30 @@ use crate::text::{percent_base, rows, unit_word};
 /// The schema name written in every report.
 pub const SCHEMA: &str = "cpuprof-report/1";
 
-/// Writes the JSON report (one line, then a newline).
+/// Writes the JSON report (one line, then a newline), with the 95%
+/// intervals.
 pub fn write(
     out: &mut dyn Write,
     stacks: &Stacks,
     graph: &Graph,
     options: &Options,
 ) -> io::Result<()> {
+    write_with(out, stacks, graph, options, 0.95, None)
+}
+
+/// Writes the JSON report with intervals at `level` (each row's
+/// `flat_interval` and `cum_interval`, percentages of `shown_total`) and,
+/// with `diff`, each row's `change` of cum share against the base.
+pub fn write_with(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    level: f64,
+    diff: Option<&crate::stats::DiffTable>,
+) -> io::Result<()> {
     let shown_total = percent_base(graph);
+    let shares = crate::stats::Shares::new(stacks, shown_total, level);
     let mut s = String::with_capacity(4096);
     s.push_str("{\"schema\":");
     string(&mut s, SCHEMA);
@@ -49,6 +65,12 @@ pub fn write(
     string(&mut s, &stacks.sample_type.unit);
     s.push_str("},\"granularity\":");
     string(&mut s, stacks.granularity.name());
+    let _ = write!(
+        s,
+        ",\"confidence\":{},\"samples\":{}",
+        crate::stats::level_text(level),
+        number(shares.samples)
+    );
     s.push_str(",\"rows\":[");
     for (i, row) in rows(stacks, graph, options).iter().enumerate() {
         if i > 0 {
@@ -63,10 +85,51 @@ pub fn write(
         percent(&mut s, row.flat, shown_total);
         let _ = write!(s, ",\"cum\":{},\"cum_percent\":", row.cum);
         percent(&mut s, row.cum, shown_total);
+        if shown_total != 0 {
+            interval(&mut s, "flat_interval", shares.interval(row.flat));
+            interval(&mut s, "cum_interval", shares.interval(row.cum));
+        }
+        if let Some(c) = diff.and_then(|d| d.changes.get(&frame.name)) {
+            let _ = write!(
+                s,
+                ",\"change\":{{\"old_percent\":{},\"new_percent\":{},\"points\":{},\"interval\":[{},{}],\"p_value\":{},\"significant\":{}}}",
+                number(c.change.old * 100.0),
+                number(c.change.new * 100.0),
+                number(c.change.delta * 100.0),
+                number(c.change.interval.0 * 100.0),
+                number(c.change.interval.1 * 100.0),
+                number(c.change.p_value),
+                c.significant
+            );
+        }
         s.push('}');
     }
     s.push_str("]}\n");
     out.write_all(s.as_bytes())
+}
+
+/// `"key":[lo,hi]` of a fraction interval, in percent.
+fn interval(s: &mut String, key: &str, (lo, hi): (f64, f64)) {
+    let _ = write!(
+        s,
+        ",\"{key}\":[{},{}]",
+        number(lo * 100.0),
+        number(hi * 100.0)
+    );
+}
+
+/// A number rounded to 4 decimals (JSON has no NaN: null).
+fn number(x: f64) -> String {
+    if !x.is_finite() {
+        return "null".to_string();
+    }
+    let rounded = (x * 1e4).round() / 1e4;
+    let text = format!("{rounded}");
+    if text == "-0" {
+        "0".to_string()
+    } else {
+        text
+    }
 }
 
 /// `value` as a percentage of `total` rounded as `--text` prints it, or

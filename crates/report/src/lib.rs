@@ -42,6 +42,7 @@ pub mod options;
 pub mod raw;
 pub mod source;
 pub mod stacks;
+pub mod stats;
 pub mod svg;
 pub mod text;
 pub mod traces;

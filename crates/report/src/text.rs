@@ -135,9 +135,32 @@ pub fn write(
     graph: &Graph,
     options: &Options,
 ) -> io::Result<()> {
+    write_annotated(out, stacks, graph, options, None)
+}
+
+/// A column added before the names of the text report: a line saying
+/// what it holds (after `Total:`), and its text for each row.
+pub struct Annotation<'a> {
+    /// The line after `Total:`.
+    pub legend: String,
+    /// The column of a row.
+    pub column: &'a dyn Fn(&Row) -> String,
+}
+
+/// Writes the text report, with `annotation`'s column before each name.
+pub fn write_annotated(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    annotation: Option<Annotation>,
+) -> io::Result<()> {
     let total = percent_base(graph);
     if stacks.grand_total != 0 {
         writeln!(out, "Total: {} {}", stacks.grand_total, unit_word(stacks))?;
+    }
+    if let Some(a) = &annotation {
+        writeln!(out, "{}", a.legend)?;
     }
     let mut running = 0i64;
     let mut line: Vec<u8> = Vec::with_capacity(256);
@@ -160,6 +183,10 @@ pub fn write(
         column(&Percent(running, total), 6, &mut line);
         column(&row.cum, 8, &mut line);
         column(&Percent(row.cum, total), 6, &mut line);
+        if let Some(a) = &annotation {
+            line.extend_from_slice((a.column)(&row).as_bytes());
+            line.push(b' ');
+        }
         line.extend_from_slice(stacks.frame(row.frame).name.as_bytes());
         line.push(b'\n');
         out.write_all(&line)?;

@@ -58,6 +58,18 @@ pub fn write(
     graph: &Graph,
     options: &Options,
 ) -> io::Result<()> {
+    write_with(out, stacks, graph, options, None)
+}
+
+/// [`write`], each node's line followed by the intervals of its flat%
+/// and cum% when `shares` is given (`--confidence`).
+pub fn write_with(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    shares: Option<&crate::stats::Shares>,
+) -> io::Result<()> {
     let total = percent_base(graph);
     // Go compares in the profile's finest unit (nanoseconds of CPU for a
     // gperftools profile), so its cutoffs are fractions of a sample; it
@@ -93,7 +105,7 @@ pub fn write(
     if rows.len() < candidates {
         writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
     }
-    write_blocks(out, stacks, &rows, &edges, total)
+    write_blocks(out, stacks, &rows, &edges, total, shares)
 }
 
 /// Writes Go pprof's `-peek=RE` report: the `-tree` blocks of the nodes
@@ -128,7 +140,7 @@ pub fn write_peek(
     }
     let edges = edges_touching(stacks, &rows);
     summary(out, stacks, shown_flat, total)?;
-    write_blocks(out, stacks, &rows, &edges, total)
+    write_blocks(out, stacks, &rows, &edges, total, None)
 }
 
 /// `Showing nodes accounting for ...`, the first line of both reports.
@@ -163,6 +175,7 @@ fn write_blocks(
     rows: &[Row],
     edges: &[Edge],
     total: i64,
+    shares: Option<&crate::stats::Shares>,
 ) -> io::Result<()> {
     let name = |id: FrameId| stacks.frame(id).name.as_str();
     let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
@@ -204,6 +217,15 @@ fn write_blocks(
             Percentage(row.cum, total),
             name(row.frame)
         );
+        if let Some(shares) = shares {
+            s.pop();
+            let _ = writeln!(
+                s,
+                "   flat% {} cum% {}",
+                crate::stats::format_interval(shares.interval(row.flat)),
+                crate::stats::format_interval(shares.interval(row.cum))
+            );
+        }
         for edge in callees.get(&row.frame).into_iter().flatten() {
             edge_line(&mut s, edge.weight, row.cum, name(edge.callee));
         }
