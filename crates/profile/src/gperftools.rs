@@ -555,7 +555,7 @@ fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, Parse
             build = path.trim_end().to_string();
             continue;
         }
-        if let Some(mut mapping) = parse_maps_line(line) {
+        if let Some(mut mapping) = parse_mapping_line(line) {
             mapping.path = substitute_build(&mapping.path, &build);
             mappings.push(mapping);
         }
@@ -601,6 +601,128 @@ pub fn parse_maps_line(line: &str) -> Option<Mapping> {
         perms: perms.to_string(),
         ..Mapping::default()
     })
+}
+
+/// Parses one line of a profile's list of mapped objects in any layout
+/// pprof's legacy parser accepts: `/proc/self/maps` lines
+/// ([`parse_maps_line`]), the same without permissions
+/// (`start-end offset dev inode [path]`), and the brief form
+/// `[0x]start-[0x]end[:] [perms] [path] [(@offset)] [build id]` (the range
+/// may also be separated by spaces). Returns None for anything else.
+pub fn parse_mapping_line(line: &str) -> Option<Mapping> {
+    if let Some(m) = parse_maps_line(line) {
+        return Some(m);
+    }
+    let hex_prefixed = |s: &str| -> Option<u64> {
+        let digits = s
+            .strip_prefix("0x")
+            .or_else(|| s.strip_prefix("0X"))
+            .unwrap_or(s);
+        if digits.is_empty() || digits.len() > 16 {
+            return None;
+        }
+        u64::from_str_radix(digits, 16).ok()
+    };
+    // The range: `start-end`, `start - end`, `start end`, with an
+    // optional `:` after it.
+    let line = line.trim();
+    let split_hex = |s: &str| -> (usize, usize) {
+        let prefix = if s.starts_with("0x") || s.starts_with("0X") {
+            2
+        } else {
+            0
+        };
+        let digits = s[prefix..]
+            .bytes()
+            .take_while(|b| b.is_ascii_hexdigit())
+            .count();
+        (prefix, prefix + digits)
+    };
+    let (p, end) = split_hex(line);
+    if end == p {
+        return None;
+    }
+    let start = hex_prefixed(&line[..end])?;
+    let mut rest = &line[end..];
+    let trimmed = rest.trim_start();
+    let separated = trimmed.len() != rest.len();
+    rest = match trimmed.strip_prefix('-') {
+        Some(after) => after.trim_start(),
+        None if separated => trimmed,
+        None => return None,
+    };
+    let (p, end) = split_hex(rest);
+    if end == p {
+        return None;
+    }
+    let limit = hex_prefixed(&rest[..end])?;
+    rest = &rest[end..];
+    rest = rest.strip_prefix(':').unwrap_or(rest);
+    if !rest.is_empty() && !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    if limit < start {
+        return None;
+    }
+    let mut mapping = Mapping {
+        start,
+        limit,
+        ..Mapping::default()
+    };
+    let mut rest = rest.trim_start();
+    // Optional permissions.
+    if let Some((word, after)) = rest.split_once(char::is_whitespace).or(Some((rest, ""))) {
+        if !word.is_empty()
+            && word.len() <= 5
+            && word.bytes().all(|b| b"-rwxps".contains(&b))
+            && word.bytes().any(|b| b != b'-')
+        {
+            mapping.perms = word.to_string();
+            rest = after.trim_start();
+        }
+    }
+    // `offset dev inode [path]`, as in /proc/self/maps.
+    let words: Vec<&str> = rest.splitn(4, char::is_whitespace).collect();
+    if words.len() >= 3
+        && words[0].bytes().all(|b| b.is_ascii_hexdigit())
+        && words[1].split_once(':').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && !b.is_empty()
+                && a.bytes().all(|c| c.is_ascii_hexdigit())
+                && b.bytes().all(|c| c.is_ascii_hexdigit())
+        })
+        && !words[2].is_empty()
+        && words[2].bytes().all(|b| b.is_ascii_digit())
+    {
+        mapping.offset = u64::from_str_radix(words[0], 16).ok()?;
+        let path = words.get(3).map_or("", |p| p.trim());
+        mapping.path = path.strip_suffix(" (deleted)").unwrap_or(path).to_string();
+        return Some(mapping);
+    }
+    // The brief form: `[path] [(@offset)] [build id]`.
+    let mut words = rest.split_whitespace().peekable();
+    if let Some(word) = words.peek() {
+        if !word.starts_with("(@") {
+            mapping.path = word.to_string();
+            words.next();
+        }
+    }
+    if let Some(word) = words.peek() {
+        if let Some(offset) = word.strip_prefix("(@").and_then(|w| w.strip_suffix(')')) {
+            mapping.offset = hex_prefixed(offset)?;
+            words.next();
+        }
+    }
+    if let Some(word) = words.next() {
+        if !word.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return None;
+        }
+        mapping.build_id = word.to_ascii_lowercase();
+    }
+    if words.next().is_some() {
+        return None;
+    }
+    Some(mapping)
 }
 
 /// Replaces `$build` followed by a non-word character (or the end) with the
@@ -828,6 +950,28 @@ mod tests {
         assert_eq!(m.path, "/tmp/a b");
         assert!(parse_maps_line("hello world").is_none());
         assert!(parse_maps_line("PROFILE: interrupts/evictions/bytes = 1/2/3").is_none());
+    }
+
+    #[test]
+    fn mapping_lines_in_pprof_s_other_layouts() {
+        let m = parse_mapping_line("0x400000-0x401000: /bin/prog (@1000)").unwrap();
+        assert_eq!((m.start, m.limit, m.offset), (0x400000, 0x401000, 0x1000));
+        assert_eq!((m.path.as_str(), m.perms.as_str()), ("/bin/prog", ""));
+        let m = parse_mapping_line("400000-401000 /bin/prog").unwrap();
+        assert_eq!((m.start, m.limit, m.offset), (0x400000, 0x401000, 0));
+        assert_eq!(m.path, "/bin/prog");
+        let m = parse_mapping_line("0x400000 0x401000 r-xp /bin/prog (@0x2000) abc123").unwrap();
+        assert_eq!((m.offset, m.perms.as_str()), (0x2000, "r-xp"));
+        assert_eq!(m.build_id, "abc123");
+        let m = parse_mapping_line("7f00-7f10 00001000 08:01 99 /lib/x.so").unwrap();
+        assert_eq!((m.offset, m.path.as_str()), (0x1000, "/lib/x.so"));
+        let m = parse_mapping_line("7f00-7f10 r-xp 00001000 08:01 99 /lib/x.so").unwrap();
+        assert_eq!((m.perms.as_str(), m.path.as_str()), ("r-xp", "/lib/x.so"));
+        assert!(parse_mapping_line("hello world").is_none());
+        assert!(parse_mapping_line("build=/x").is_none());
+        assert!(parse_mapping_line("PROFILE: interrupts/evictions/bytes = 1/2/3").is_none());
+        assert!(parse_mapping_line("10-20 /a b c").is_none());
+        assert!(parse_mapping_line("20-10 /a").is_none());
     }
 
     #[test]

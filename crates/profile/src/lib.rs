@@ -22,6 +22,7 @@ pub mod gmon;
 pub mod gperftools;
 pub mod merge;
 pub mod model;
+pub mod names;
 pub mod proto;
 pub mod symbolized;
 #[cfg(test)]

@@ -2,7 +2,10 @@
 //!
 //! Mappings, functions and locations are deduplicated by content, so two
 //! profiles of the same program share them; samples with identical stacks
-//! and labels are summed. The profiles must have the same sample types.
+//! and labels are summed. Profiles whose sample types differ are summed
+//! over the types they all have (in the first profile's order), the others
+//! dropped, as Go pprof's fetch does; with none in common they cannot be
+//! summed.
 //! Merge symbolized profiles: after a merge, mappings of different
 //! processes may overlap, and [`Profile::mapping_of`] is no longer
 //! meaningful (each location keeps its own mapping).
@@ -36,9 +39,38 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
     if rest.is_empty() {
         return Ok(first);
     }
+    let shared: Vec<crate::model::ValueType> = first
+        .sample_types
+        .iter()
+        .filter(|t| rest.iter().all(|p| p.sample_types.contains(t)))
+        .cloned()
+        .collect();
+    if shared.is_empty() {
+        let show = |p: &Profile| {
+            p.sample_types
+                .iter()
+                .map(|t| format!("{}/{}", t.kind, t.unit))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let other = rest
+            .iter()
+            .find(|p| p.sample_types != first.sample_types)
+            .unwrap_or(&rest[0]);
+        return Err(MergeError(format!(
+            "cannot sum profiles with no sample type in common: [{}] and [{}]",
+            show(&first),
+            show(other)
+        )));
+    }
+    let default_sample_type = if shared.iter().any(|t| t.kind == first.default_sample_type) {
+        first.default_sample_type.clone()
+    } else {
+        String::new()
+    };
     let mut out = Profile {
-        sample_types: first.sample_types.clone(),
-        default_sample_type: first.default_sample_type.clone(),
+        sample_types: shared,
+        default_sample_type,
         period_type: first.period_type.clone(),
         period: first.period,
         time_nanos: first.time_nanos,
@@ -49,20 +81,9 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
         ..Profile::default()
     };
     let mut merger = Merger::default();
-    for p in std::iter::once(first).chain(rest) {
+    for mut p in std::iter::once(first).chain(rest) {
         if p.sample_types != out.sample_types {
-            let show = |p: &Profile| {
-                p.sample_types
-                    .iter()
-                    .map(|t| format!("{}/{}", t.kind, t.unit))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            };
-            return Err(MergeError(format!(
-                "cannot sum profiles with different sample types: [{}] and [{}]",
-                show(&out),
-                show(&p)
-            )));
+            keep_types(&mut p, &out.sample_types);
         }
         out.duration_nanos = out.duration_nanos.saturating_add(p.duration_nanos);
         if p.time_nanos != 0 && (out.time_nanos == 0 || p.time_nanos < out.time_nanos) {
@@ -73,6 +94,22 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
     out.sort_mappings();
     out.merge_samples();
     Ok(out)
+}
+
+/// Keeps only the values of `types` (all of which `p` has) in `p`'s
+/// samples, in that order.
+fn keep_types(p: &mut Profile, types: &[crate::model::ValueType]) {
+    let columns: Vec<usize> = types
+        .iter()
+        .filter_map(|t| p.sample_types.iter().position(|u| u == t))
+        .collect();
+    for sample in &mut p.samples {
+        sample.values = columns
+            .iter()
+            .map(|&c| sample.values.get(c).copied().unwrap_or(0))
+            .collect();
+    }
+    p.sample_types = types.to_vec();
 }
 
 #[derive(Default)]
@@ -172,10 +209,28 @@ mod tests {
     }
 
     #[test]
-    fn refuses_different_sample_types() {
-        let mut other = one(&[1], 1);
+    fn keeps_the_shared_sample_types() {
+        // [samples/count, cpu/nanoseconds] + [cpu/bytes, samples/count]:
+        // only samples/count is common.
+        let mut other = one(&[1], 2);
         other.sample_types[1].unit = "bytes".into();
+        other.sample_types.swap(0, 1);
+        for s in &mut other.samples {
+            s.values.swap(0, 1);
+        }
+        let p = merge(vec![one(&[1], 1), other]).unwrap();
+        assert_eq!(p.sample_types.len(), 1);
+        assert_eq!(p.sample_types[0].kind, "samples");
+        assert_eq!(p.totals(), vec![3]);
+    }
+
+    #[test]
+    fn refuses_profiles_with_no_sample_type_in_common() {
+        let mut other = one(&[1], 1);
+        for t in &mut other.sample_types {
+            t.unit = "bytes".into();
+        }
         let e = merge(vec![one(&[1], 1), other]).unwrap_err();
-        assert!(e.0.contains("different sample types"), "{e}");
+        assert!(e.0.contains("no sample type in common"), "{e}");
     }
 }

@@ -5,10 +5,20 @@
 //! translates string-table indexes to strings and the proto's arbitrary
 //! non-zero ids to dense indexes (and back: ids are written as index + 1).
 //!
+//! Names are written as pprof's own symbolizer writes them:
+//! `Function.name` the short name ([`crate::names::short_name`]: what our
+//! `--text` prints and what Go pprof, speedscope and Pyroscope then show),
+//! `Function.system_name` the mangled one.
+//!
 //! Everything the model holds survives a write and a read, including what
-//! the proto has no field for: mapping permissions (from gperftools
-//! profiles) travel in one comment line starting with
-//! [`PERMS_COMMENT`], which the reader removes again.
+//! the proto has no field for, carried in fields of our own that other
+//! readers skip as unknown (protobuf's rule; Go pprof's decoder skips
+//! them too) so that nothing of ours shows in their output:
+//! [`wire::Mapping::perms`] (mapping permissions, from gperftools
+//! profiles) and [`wire::Function::full_name`] (the demangled name with
+//! its arguments, when the short name differs). Profiles written before
+//! carried the permissions in a comment line starting with
+//! [`PERMS_COMMENT`]; the reader still takes it, and removes it.
 
 use std::io::{self, Read, Write};
 
@@ -22,8 +32,8 @@ use crate::model::{
 };
 
 const FORMAT: &str = "pprof profile.proto";
-/// The comment line that carries mapping permissions, which the proto has
-/// no field for.
+/// The comment line that carried mapping permissions in profiles written
+/// by earlier versions (read, never written).
 pub const PERMS_COMMENT: &str = "cpuprof:mapping-perms";
 
 /// The messages of `proto/profile.proto`, written out for prost.
@@ -118,6 +128,9 @@ pub mod wire {
         pub has_line_numbers: bool,
         #[prost(bool, tag = "10")]
         pub has_inline_frames: bool,
+        /// Ours: the mapping's permissions (`r-xp`), empty when unknown.
+        #[prost(string, tag = "47101")]
+        pub perms: String,
     }
 
     /// `Location`.
@@ -159,6 +172,10 @@ pub mod wire {
         pub filename: i64,
         #[prost(int64, tag = "5")]
         pub start_line: i64,
+        /// Ours: the full demangled name, when `name` (the short name)
+        /// differs from it.
+        #[prost(string, tag = "47102")]
+        pub full_name: String,
     }
 }
 
@@ -456,7 +473,11 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
             offset: m.file_offset,
             path: string(m.filename, 3, i, "a mapping's file name")?,
             build_id: string(m.build_id, 3, i, "a mapping's build id")?,
-            perms: perms.get(i).cloned().unwrap_or_default(),
+            perms: if m.perms.is_empty() {
+                perms.get(i).cloned().unwrap_or_default()
+            } else {
+                m.perms.clone()
+            },
             has_functions: m.has_functions,
             has_filenames: m.has_filenames,
             has_line_numbers: m.has_line_numbers,
@@ -477,8 +498,13 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
         {
             return Err((at.of(5, i), format!("function id {} appears twice", f.id)));
         }
+        let name = string(f.name, 5, i, "a function name")?;
         p.functions.push(crate::model::Function {
-            name: string(f.name, 5, i, "a function name")?,
+            name: if f.full_name.is_empty() {
+                name
+            } else {
+                f.full_name.clone()
+            },
             system_name: string(f.system_name, 5, i, "a function's system name")?,
             filename: string(f.filename, 5, i, "a function's file name")?,
             start_line: f.start_line,
@@ -652,6 +678,7 @@ pub fn to_wire(p: &Profile) -> wire::Profile {
             has_filenames: m.has_filenames,
             has_line_numbers: m.has_line_numbers,
             has_inline_frames: m.has_inline_frames,
+            perms: m.perms.clone(),
         })
         .collect();
     let location = p
@@ -678,29 +705,24 @@ pub fn to_wire(p: &Profile) -> wire::Profile {
         .functions
         .iter()
         .enumerate()
-        .map(|(i, f)| wire::Function {
-            id: i as u64 + 1,
-            name: st.id(&f.name),
-            system_name: st.id(&f.system_name),
-            filename: st.id(&f.filename),
-            start_line: f.start_line,
+        .map(|(i, f)| {
+            let short = crate::names::short_name(&f.name);
+            let full_name = if short == f.name {
+                String::new()
+            } else {
+                f.name.clone()
+            };
+            wire::Function {
+                id: i as u64 + 1,
+                name: st.id(&short),
+                system_name: st.id(&f.system_name),
+                filename: st.id(&f.filename),
+                start_line: f.start_line,
+                full_name,
+            }
         })
         .collect();
-    let mut comment: Vec<i64> = p.comments.iter().map(|c| st.id(c)).collect();
-    if p.mappings.iter().any(|m| !m.perms.is_empty()) {
-        let perms: Vec<&str> = p
-            .mappings
-            .iter()
-            .map(|m| {
-                if m.perms.is_empty() {
-                    "-"
-                } else {
-                    m.perms.as_str()
-                }
-            })
-            .collect();
-        comment.push(st.id(&format!("{PERMS_COMMENT} {}", perms.join(" "))));
-    }
+    let comment: Vec<i64> = p.comments.iter().map(|c| st.id(c)).collect();
     let period_type = if p.period_type == ValueType::default() {
         None
     } else {

@@ -6,8 +6,10 @@ pub fn address(address: u64) -> String {
 }
 
 /// pprof's default display of a demangled name: argument lists and
-/// template parameters removed (the symbolizer's rules, shared by every
-/// output).
+/// template parameters removed, Go names kept whole with their receivers
+/// (`runtime.(*bmap).overflow`); the rules of
+/// `cpuprof_profile::names::short_name`, shared by every output and by the
+/// profile.proto writer.
 pub fn short_name(name: &str) -> String {
     cpuprof_symbolize::demangle::short_name(name)
 }

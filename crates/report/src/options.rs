@@ -52,6 +52,10 @@ pub struct Options {
     pub cum: bool,
     /// Keep C++ argument lists and template parameters in names.
     pub full_names: bool,
+    /// Go pprof's `-noinlines`: inlined code counts in its physical
+    /// (outermost) function, at the line of the inlined call; addresses
+    /// and lines follow.
+    pub noinlines: bool,
     /// Which sample value to report; `None` means the profile's default.
     pub sample_index: Option<usize>,
     /// Hide nodes whose flat and cum are both negative (diff profiles).
@@ -79,6 +83,7 @@ impl Default for Options {
             show_from: None,
             cum: false,
             full_names: false,
+            noinlines: false,
             sample_index: None,
             drop_negative: false,
             nodecount: None,

@@ -138,7 +138,7 @@ impl<'p> Stacks<'p> {
             || options.hide.is_some()
             || options.show.is_some()
             || options.show_from.is_some();
-        let key = (options.granularity, options.full_names);
+        let key = (options.granularity, options.full_names, options.noinlines);
         let cached = match cache {
             Some(cache) if !filters => {
                 let mut entries = cache.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -334,13 +334,17 @@ impl<'p> Stacks<'p> {
 /// [`Stacks`] share them.
 #[derive(Clone, Debug)]
 struct LocationFrames {
-    key: (Granularity, bool),
+    key: FrameKey,
     frames: Arc<Vec<Frame>>,
     location_frames: Arc<Vec<(u32, u32)>>,
     location_arena: Arc<Vec<FrameId>>,
     /// Per location: it is a profiler frame.
     profiler: Arc<Vec<bool>>,
 }
+
+/// What a location's frames depend on: granularity, full names,
+/// `--noinlines`.
+type FrameKey = (Granularity, bool, bool);
 
 /// Per location: it matches focus, ignore, show_from.
 type LocationMatches = (Vec<bool>, Vec<bool>, Vec<bool>);
@@ -351,7 +355,7 @@ impl LocationFrames {
     fn compute(
         profile: &Profile,
         options: &Options,
-        key: (Granularity, bool),
+        key: FrameKey,
     ) -> (LocationFrames, Vec<bool>, Vec<bool>, Vec<bool>) {
         let n = profile.locations.len();
         let mut table = FrameTable::new(profile, options);
@@ -517,9 +521,16 @@ impl<'a> FrameTable<'a> {
             }
             return view;
         }
-        let outermost = location.lines.len() - 1;
+        // `--noinlines`: the physical function's line only (the outermost,
+        // at the line of the inlined call), as Go pprof's -noinlines.
+        let lines = if self.options.noinlines {
+            &location.lines[location.lines.len() - 1..]
+        } else {
+            &location.lines[..]
+        };
+        let outermost = lines.len() - 1;
         if self.options.granularity == Granularity::Functions && !self.filters() {
-            for (depth, line) in location.lines.iter().enumerate() {
+            for (depth, line) in lines.iter().enumerate() {
                 let function = profile.function(line.function);
                 if PROFILER_FRAMES.contains(&function.name.as_str())
                     || function.name.starts_with(AGENT_SIGNAL_PATH)
@@ -551,7 +562,7 @@ impl<'a> FrameTable<'a> {
             return view;
         }
         let mut outermost_match: Option<usize> = None;
-        for (depth, line) in location.lines.iter().enumerate() {
+        for (depth, line) in lines.iter().enumerate() {
             let function = profile.function(line.function);
             if PROFILER_FRAMES.contains(&function.name.as_str())
                 || function.name.starts_with(AGENT_SIGNAL_PATH)

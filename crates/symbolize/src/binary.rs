@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cpuprof_profile::Mapping;
 use memmap2::Mmap;
-use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol};
+use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
 use rustc_hash::FxHashMap;
 
 use crate::debugfile::{find_alt_file, find_debug_file, has_dwarf, hex};
@@ -158,6 +158,12 @@ pub struct Binary {
     symbol_ends: Vec<u64>,
     /// `max(symbol_ends[..=i])`, to stop the backward search early.
     symbol_max_ends: Vec<u64>,
+    /// The other names of kept symbols (aliases at the same address), each
+    /// with the index of the kept (most public) symbol.
+    aliases: FxHashMap<String, usize>,
+    /// The functions `.eh_frame` describes, read on first use: names for
+    /// code no symbol covers.
+    unwind_functions: OnceLock<UnwindFunctions>,
     code_sections: Vec<CodeSection>,
     options_demangle: bool,
     options_inlines: bool,
@@ -332,7 +338,8 @@ impl Binary {
         if symbols.is_empty() {
             symbols = collect_symbols(&file, file.dynamic_symbols());
         }
-        let (symbols, symbol_ends) = finish_symbols(symbols);
+        symbols.extend(plt_symbols(&file));
+        let (symbols, symbol_ends, aliases) = finish_symbols(symbols);
         let mut symbol_max_ends = Vec::with_capacity(symbol_ends.len());
         let mut max = 0;
         for &end in &symbol_ends {
@@ -362,6 +369,8 @@ impl Binary {
             symbols,
             symbol_ends,
             symbol_max_ends,
+            aliases,
+            unwind_functions: OnceLock::new(),
             code_sections,
             options_demangle: options.demangle,
             options_inlines: options.inlines,
@@ -440,6 +449,31 @@ impl Binary {
             }
             j -= 1;
         }
+    }
+
+    /// The public name of a function that `name` is another symbol of
+    /// (an alias at the same address: `__GI___snprintf` and `__snprintf`
+    /// give `snprintf`); None when `name` is no such alias.
+    /// [`Binary::symbols`] keeps the most public name at each address.
+    pub fn public_name(&self, name: &str) -> Option<&str> {
+        self.aliases.get(name).map(|&i| self.symbols[i].name())
+    }
+
+    /// For code no symbol covers: the name of the function containing
+    /// `file_address` according to the unwind tables (`.eh_frame` FDEs),
+    /// `<file name>+0x<start>` with the function's link-time start address
+    /// (`libstdc++.so.6+0xd4490`), so that all its addresses fall into one
+    /// node. None when no FDE covers it.
+    pub fn unwind_function_name(&self, file_address: u64) -> Option<&str> {
+        let table = self.unwind_functions.get_or_init(|| {
+            let name = self
+                .path
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            UnwindFunctions::read(&self.data, &name)
+        });
+        table.find(file_address)
     }
 
     /// Problems noticed so far (an unusable debug file, corrupt DWARF).
@@ -698,7 +732,7 @@ struct Candidate {
     size: u64,
     name: String,
     /// Lower is preferred at equal addresses.
-    rank: (u8, u8, std::cmp::Reverse<u64>, usize),
+    rank: (u8, u8, u8, u8, std::cmp::Reverse<u64>, usize),
     section_end: u64,
 }
 
@@ -749,23 +783,41 @@ fn collect_symbols<'data, 'file>(
             continue;
         }
         let Ok(name) = symbol.name() else { continue };
+        // `name@@VERSION` is the default version: plain `name` to callers.
+        let name = name.split_once("@@").map_or(name, |(base, _)| base);
         if name.is_empty() || name.starts_with('$') || name.starts_with(".L") {
             continue;
         }
-        let bind_rank = if st_bind == object::elf::STB_GLOBAL.0 {
-            0
-        } else if st_bind == object::elf::STB_WEAK.0 {
-            1
-        } else {
-            2
-        };
+        // The public name wins among aliases: exported (global or weak)
+        // over local, then fewer leading underscores (`snprintf` over
+        // `__snprintf`, `malloc` over `__libc_malloc`), then the default
+        // version over a `name@VERSION` one.
+        let bind_rank =
+            if st_bind == object::elf::STB_GLOBAL.0 || st_bind == object::elf::STB_WEAK.0 {
+                0
+            } else {
+                1
+            };
+        let underscores = name.bytes().take_while(|&b| b == b'_').count().min(9) as u8;
+        let versioned = u8::from(name.contains('@'));
         out.push(Candidate {
             address,
             size,
             name: name.to_string(),
+            // A plain function over an IFUNC symbol at the same address
+            // (glibc's `strcmp` names its resolver `strcmp_ifunc`'s code,
+            // not the string function) over an untyped one.
             rank: (
-                u8::from(!is_function),
+                if st_type == object::elf::STT_FUNC.0 {
+                    0
+                } else if is_function {
+                    1
+                } else {
+                    2
+                },
                 bind_rank,
+                underscores,
+                versioned,
                 std::cmp::Reverse(size),
                 order,
             ),
@@ -776,10 +828,44 @@ fn collect_symbols<'data, 'file>(
 }
 
 /// Sorts by address, keeps the preferred symbol at each address (typed
-/// over untyped, global over weak over local, larger, first in the
-/// table), and computes how far each extends.
-fn finish_symbols(mut candidates: Vec<Candidate>) -> (Vec<Symbol>, Vec<u64>) {
+/// over untyped, exported over local, fewer leading underscores, default
+/// version, larger, first in the table), and computes how far each
+/// extends. Also returns every name at the addresses with several.
+fn finish_symbols(
+    mut candidates: Vec<Candidate>,
+) -> (Vec<Symbol>, Vec<u64>, FxHashMap<String, usize>) {
     candidates.sort_unstable_by(|a, b| a.address.cmp(&b.address).then(a.rank.cmp(&b.rank)));
+    let mut aliases: FxHashMap<String, usize> = FxHashMap::default();
+    let mut kept = 0;
+    for i in 1..candidates.len() {
+        if candidates[i].address == candidates[i - 1].address {
+            if candidates[i].name != candidates[kept].name {
+                // Index among the kept symbols, computed below.
+                aliases.entry(candidates[i].name.clone()).or_insert(kept);
+            }
+        } else {
+            kept = i;
+        }
+    }
+    // Candidate indexes to kept-symbol indexes.
+    let mut index_of_kept: FxHashMap<usize, usize> = FxHashMap::default();
+    let mut n = 0;
+    for i in 0..candidates.len() {
+        if i == 0 || candidates[i].address != candidates[i - 1].address {
+            index_of_kept.insert(i, n);
+            n += 1;
+        }
+    }
+    for value in aliases.values_mut() {
+        *value = index_of_kept[value];
+    }
+    // A name that some address keeps (a static function of one file) is
+    // no alias of another address's symbol (of another file).
+    for (i, c) in candidates.iter().enumerate() {
+        if index_of_kept.contains_key(&i) {
+            aliases.remove(&c.name);
+        }
+    }
     candidates.dedup_by(|later, first| later.address == first.address);
     let mut ends = Vec::with_capacity(candidates.len());
     for (i, c) in candidates.iter().enumerate() {
@@ -800,7 +886,157 @@ fn finish_symbols(mut candidates: Vec<Candidate>) -> (Vec<Symbol>, Vec<u64>) {
             demangled: OnceLock::new(),
         })
         .collect();
-    (symbols, ends)
+    (symbols, ends, aliases)
+}
+
+/// PLT stubs named as objdump names them (`memcpy@plt`), x86-64 only:
+/// each 16-byte entry of `.plt` and `.plt.sec` (8 or 16 bytes in
+/// `.plt.got`) whose `jmp *slot(%rip)` goes through a GOT slot that a
+/// dynamic relocation binds to a symbol.
+fn plt_symbols(file: &object::File<'_>) -> Vec<Candidate> {
+    let mut out = Vec::new();
+    if file.architecture() != object::Architecture::X86_64 {
+        return out;
+    }
+    let (Some(relocations), Some(dynsym)) =
+        (file.dynamic_relocations(), file.dynamic_symbol_table())
+    else {
+        return out;
+    };
+    let mut slots: FxHashMap<u64, String> = FxHashMap::default();
+    for (offset, relocation) in relocations {
+        if relocation.target() == object::RelocationTarget::Absolute && relocation.addend() > 0 {
+            // An IFUNC resolved at load time (`R_X86_64_IRELATIVE`):
+            // objdump names its stub after the resolver's address.
+            slots
+                .entry(offset)
+                .or_insert_with(|| format!("*ABS*+0x{:x}", relocation.addend()));
+        }
+        if let object::RelocationTarget::Symbol(index) = relocation.target() {
+            if let Ok(symbol) = dynsym.symbol_by_index(index) {
+                if let Ok(name) = symbol.name() {
+                    if !name.is_empty() {
+                        slots.entry(offset).or_insert_with(|| name.to_string());
+                    }
+                }
+            }
+        }
+    }
+    if slots.is_empty() {
+        return out;
+    }
+    for section in file.sections() {
+        let Ok(section_name) = section.name() else {
+            continue;
+        };
+        if !matches!(section_name, ".plt" | ".plt.sec" | ".plt.got") {
+            continue;
+        }
+        let Ok(data) = section.data() else { continue };
+        let base = section.address();
+        let endbr = data.starts_with(&[0xf3, 0x0f, 0x1e, 0xfa]);
+        let entry = if section_name == ".plt.got" && !endbr {
+            8
+        } else {
+            16
+        };
+        for (i, stub) in data.chunks(entry).enumerate() {
+            let address = base + (i * entry) as u64;
+            // `jmp *disp(%rip)`, maybe after `endbr64` and/or `bnd`.
+            let Some(at) = (0..stub.len().saturating_sub(5))
+                .find(|&k| stub[k] == 0xff && stub[k + 1] == 0x25 && k + 6 <= stub.len())
+            else {
+                continue;
+            };
+            let disp = i32::from_le_bytes([stub[at + 2], stub[at + 3], stub[at + 4], stub[at + 5]]);
+            let slot = (address + at as u64 + 6).wrapping_add(disp as i64 as u64);
+            if let Some(name) = slots.get(&slot) {
+                out.push(Candidate {
+                    address,
+                    size: entry as u64,
+                    name: format!("{name}@plt"),
+                    rank: (3, 2, 0, 0, std::cmp::Reverse(0), usize::MAX),
+                    section_end: base + data.len() as u64,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The functions the unwind tables describe: the sorted, non-overlapping
+/// address ranges of `.eh_frame`'s FDEs, each with its name.
+#[derive(Default)]
+struct UnwindFunctions {
+    starts: Vec<u64>,
+    ends: Vec<u64>,
+    names: Vec<String>,
+}
+
+impl UnwindFunctions {
+    /// Reads the FDEs of the ELF file in `data`, naming each after
+    /// `file_name`. Corrupt tables end the reading where they break.
+    fn read(data: &[u8], file_name: &str) -> UnwindFunctions {
+        use gimli::UnwindSection;
+        let mut table = UnwindFunctions::default();
+        let Ok(file) = object::File::parse(data) else {
+            return table;
+        };
+        let Some(section) = file.section_by_name(".eh_frame") else {
+            return table;
+        };
+        let Ok(bytes) = section.data() else {
+            return table;
+        };
+        let endian = if file.is_little_endian() {
+            gimli::RunTimeEndian::Little
+        } else {
+            gimli::RunTimeEndian::Big
+        };
+        let mut eh_frame = gimli::EhFrame::new(bytes, endian);
+        eh_frame.set_address_size(if file.is_64() { 8 } else { 4 });
+        let mut bases = gimli::BaseAddresses::default().set_eh_frame(section.address());
+        if let Some(text) = file.section_by_name(".text") {
+            bases = bases.set_text(text.address());
+        }
+        if let Some(got) = file.section_by_name(".got") {
+            bases = bases.set_got(got.address());
+        }
+        let mut ranges: Vec<(u64, u64)> = Vec::new();
+        let mut entries = eh_frame.entries(&bases);
+        // A bound against corrupt tables that never end.
+        for _ in 0..10_000_000 {
+            let Ok(Some(entry)) = entries.next() else {
+                break;
+            };
+            if let gimli::CieOrFde::Fde(partial) = entry {
+                if let Ok(fde) =
+                    partial.parse(|section, bases, offset| section.cie_from_offset(bases, offset))
+                {
+                    let start = fde.initial_address();
+                    if fde.len() > 0 && start != 0 {
+                        ranges.push((start, start.saturating_add(fde.len())));
+                    }
+                }
+            }
+        }
+        ranges.sort_unstable();
+        ranges.dedup_by_key(|r| r.0);
+        for (start, end) in ranges {
+            table.starts.push(start);
+            table.ends.push(end);
+            table.names.push(format!("{file_name}+0x{start:x}"));
+        }
+        table
+    }
+
+    fn find(&self, address: u64) -> Option<&str> {
+        let i = self
+            .starts
+            .partition_point(|&s| s <= address)
+            .checked_sub(1)?;
+        (address < self.ends[i]).then(|| self.names[i].as_str())
+    }
 }
 
 /// Loads the DWARF sections of the ELF file in `bytes`, decompressing the
@@ -1041,7 +1277,21 @@ impl Resolver<'_> {
                 });
                 true
             }
-            None => false,
+            None => match binary.unwind_function_name(file_address) {
+                Some(name) => {
+                    sink(&RawFrame {
+                        name: Some(name),
+                        file: None,
+                        line: 0,
+                        column: 0,
+                        start_line: 0,
+                        die: None,
+                        mangling_language: false,
+                    });
+                    true
+                }
+                None => false,
+            },
         }
     }
 }
@@ -1089,6 +1339,20 @@ fn emit_frame<'a>(
             if take_symbol {
                 frame.name = Some(symbol.name());
             }
+        }
+    }
+    // A C function with several symbols (glibc's `__snprintf`,
+    // `__GI___snprintf`, `snprintf`): DWARF names it as defined (glibc's asm
+    // labels even give it a linkage name, not a mangled one); the public
+    // alias, which callers use, wins. Inlined copies too, so that every
+    // address of the function agrees.
+    if !frame.mangling_language {
+        if let Some(public) = frame
+            .name
+            .filter(|name| !is_mangled(name))
+            .and_then(|name| binary.public_name(name))
+        {
+            frame.name = Some(public);
         }
     }
     if frame.name.is_none() {
