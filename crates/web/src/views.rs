@@ -193,8 +193,16 @@ impl App {
         Ok(out)
     }
 
+    /// The current profile: the samples the URL's filters keep, as
+    /// gzipped profile.proto.
     fn download(&self, config: &Config) -> Response {
-        match self.report("proto", None, config) {
+        let profile = self.session.filtered_profile(config);
+        let bytes = profile.and_then(|p| {
+            let mut out = Vec::new();
+            cpuprof_profile::proto::write(&p, &mut out)?;
+            Ok(out)
+        });
+        match bytes {
             Ok(bytes) => {
                 let mut r = Response::new(200, "application/octet-stream", bytes);
                 r.headers.push((

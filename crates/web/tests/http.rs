@@ -61,6 +61,32 @@ fn routes_unknown_404_root_redirects_and_every_view_answers() {
     let (status, proto) = server.get("/ui/download");
     assert_eq!(status, 200);
     assert_eq!(&proto[..2], &[0x1f, 0x8b], "gzipped profile.proto");
+    // The download is the current view's profile: focused, it reads back
+    // as `--focus` of the whole.
+    let (status, focused) = server.get("/ui/download?f=burn_b");
+    assert_eq!(status, 200);
+    assert!(focused.len() < proto.len());
+    let dir = cpuprof_testkit::TempDir::new().unwrap();
+    let path = dir.path().join("focused.pb.gz");
+    std::fs::write(&path, &focused).unwrap();
+    let spin = spin().unwrap();
+    let report = |args: &[&str], profile: &std::path::Path| {
+        cpuprof_testkit::run_stdout(
+            std::process::Command::new(common::cpuprof_binary())
+                .arg("report")
+                .arg("--text")
+                .args(args)
+                .arg(&spin.binary)
+                .arg(profile),
+        )
+    };
+    // Its rows are the focused report's (its Total is only what was kept).
+    let rows = |text: String| text.lines().skip(1).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(
+        rows(report(&[], &path)),
+        rows(report(&["--focus=burn_b"], &spin.profile)),
+        "the downloaded profile is the focused one"
+    );
 }
 
 #[test]
