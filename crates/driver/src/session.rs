@@ -13,6 +13,7 @@ use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::source::SourceFiles;
+use cpuprof_report::stats::{self, DiffTable, Shares};
 use cpuprof_report::{disasm, listing, text, Granularity, Graph, Options, Stacks};
 
 use crate::commands::{CommandDef, FlameKind, Output};
@@ -281,6 +282,25 @@ impl Session {
         }
     }
 
+    /// With a base: every function's change of cum share between the base
+    /// and the profiles, tested at `level` (Holm–Bonferroni across them),
+    /// under `config`'s filters. `None` without a base.
+    pub fn diff_table(&self, config: &Config, level: f64) -> Result<Option<DiffTable>> {
+        let Some((sum, base)) = &self.parts else {
+            return Ok(None);
+        };
+        let options = config.report_options(sum)?;
+        let new = Stacks::build(sum, &options);
+        let old = Stacks::build(base, &options);
+        let new_graph = Graph::build(&new, false);
+        let old_graph = Graph::build(&old, false);
+        Ok(Some(DiffTable::compare(
+            (&new, &new_graph),
+            (&old, &old_graph),
+            level,
+        )))
+    }
+
     /// The program named in reports: the first binary as given, else the
     /// first mapped file of the profile (the main executable).
     pub fn program_name(&self) -> String {
@@ -477,12 +497,59 @@ impl RenderContext<'_> {
         match self.cx.command.output {
             Output::Text => {
                 let graph = Graph::build(stacks, false);
-                text::write(out, stacks, &graph, options)?;
+                match self.cx.config.confidence() {
+                    None => text::write(out, stacks, &graph, options)?,
+                    Some(level) => {
+                        let diff = session.diff_table(self.cx.config, level)?;
+                        let shares = Shares::new(stacks, text::percent_base(&graph), level);
+                        self.too_few_samples(&shares, &graph);
+                        let intervals = |row: &text::Row| {
+                            format!(
+                                "{:<13} {:<13}",
+                                stats::format_interval(shares.interval(row.flat)),
+                                stats::format_interval(shares.interval(row.cum))
+                            )
+                        };
+                        let changes = |row: &text::Row| {
+                            diff.as_ref().map_or_else(String::new, |d| {
+                                d.column(&stacks.frame(row.frame).name)
+                            })
+                        };
+                        let annotation = match &diff {
+                            None => text::Annotation {
+                                legend: format!(
+                                    "{}% intervals of flat% and cum% (Wilson, {:.0} independent samples)",
+                                    stats::level_text(level),
+                                    shares.samples
+                                ),
+                                column: &intervals,
+                            },
+                            Some(d) => text::Annotation {
+                                legend: format!(
+                                    "cum% of base -> new, change in points with its {}% interval; * significant (Holm), ~ noise; {:.0} -> {:.0} samples, each compared by share of its own total",
+                                    stats::level_text(level),
+                                    d.old_samples,
+                                    d.new_samples
+                                ),
+                                column: &changes,
+                            },
+                        };
+                        text::write_annotated(out, stacks, &graph, options, Some(annotation))?;
+                    }
+                }
             }
             Output::Tree => {
                 self.flat_profile_note();
                 let graph = Graph::build(stacks, false);
-                cpuprof_report::tree::write(out, stacks, &graph, options)?;
+                let shares = self
+                    .cx
+                    .config
+                    .confidence()
+                    .map(|level| Shares::new(stacks, text::percent_base(&graph), level));
+                if let Some(shares) = &shares {
+                    self.too_few_samples(shares, &graph);
+                }
+                cpuprof_report::tree::write_with(out, stacks, &graph, options, shares.as_ref())?;
             }
             Output::Peek => {
                 let re = self.cx.regex()?;
@@ -525,7 +592,16 @@ impl RenderContext<'_> {
             Output::Collapsed => cpuprof_report::collapsed::write(out, stacks)?,
             Output::Json => {
                 let graph = Graph::build(stacks, false);
-                cpuprof_report::json::write(out, stacks, &graph, options)?;
+                let level = self.cx.config.confidence().unwrap_or(0.95);
+                let diff = session.diff_table(self.cx.config, level)?;
+                cpuprof_report::json::write_with(
+                    out,
+                    stacks,
+                    &graph,
+                    options,
+                    level,
+                    diff.as_ref(),
+                )?;
             }
             Output::Callgrind => {
                 self.flat_profile_note();
@@ -547,7 +623,12 @@ impl RenderContext<'_> {
                 let index = options
                     .sample_index
                     .unwrap_or_else(|| profile.default_sample_index());
-                cpuprof_report::dcpiprof::write(profile, index, out)?;
+                cpuprof_report::dcpiprof::write_with(
+                    profile,
+                    index,
+                    out,
+                    self.cx.config.confidence(),
+                )?;
             }
             Output::Flame(kind) => self.flame(kind, out)?,
             Output::Graph(..) | Output::Weblist | Output::Gprof => {
@@ -555,6 +636,15 @@ impl RenderContext<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The note on stderr when the top row's share is not known within
+    /// ±10% of itself.
+    fn too_few_samples(&self, shares: &Shares, graph: &Graph) {
+        let largest = graph.nodes.iter().map(|n| n.flat).max().unwrap_or(0);
+        if let Some(note) = shares.too_few(largest) {
+            eprintln!("cpuprof: note: {note}");
+        }
     }
 
     fn source_files(&self) -> SourceFiles {

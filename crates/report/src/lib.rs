@@ -31,6 +31,7 @@ pub mod dcpiprof;
 pub mod disasm;
 pub mod dot;
 pub mod executable;
+pub mod filtered;
 pub mod flame;
 pub mod gprof;
 pub mod graph;
