@@ -255,15 +255,23 @@ impl Symbolizer {
         (address < self.mappings[index].end).then_some(index)
     }
 
-    /// The object file behind mapping `index` (read on first use).
+    /// The object file behind mapping `index` (read on first use), read
+    /// through the mapping itself, `/proc/self/map_files/START-END`, which
+    /// holds the file that was mapped even when it was deleted or replaced
+    /// since (a binary rebuilt or removed under a running server); by its
+    /// path where that cannot be opened.
     pub(crate) fn object(&mut self, index: usize) -> Option<&ObjectFile> {
-        let path = &self.mappings.get(index)?.path;
-        if !path.starts_with('/') {
+        let mapping = self.mappings.get(index)?;
+        if !mapping.path.starts_with('/') {
             return None;
         }
+        let through_mapping = format!("/proc/self/map_files/{:x}-{:x}", mapping.start, mapping.end);
+        let path = &mapping.path;
         self.objects
             .entry(path.clone())
-            .or_insert_with(|| ObjectFile::read(path))
+            .or_insert_with(|| {
+                ObjectFile::read(&through_mapping).or_else(|| ObjectFile::read(path))
+            })
             .as_ref()
     }
 

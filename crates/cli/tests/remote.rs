@@ -508,3 +508,139 @@ fn the_saved_profile_reads_back_offline_with_the_same_report() {
         first_saved(dir.path())
     );
 }
+
+/// A C program under our agent's `CPUPROFILE_HTTP` endpoint, burning in
+/// `remote_hot_a` (2/3) and `remote_hot_b` (1/3) for `seconds` of wall
+/// time; killed on drop.
+struct AgentServer {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for AgentServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const AGENT_HOST: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+static double now(clockid_t c) { struct timespec t; clock_gettime(c, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static volatile double sink;
+#define BURN(name) __attribute__((noinline)) void name(double s) { \
+    double end = now(CLOCK_THREAD_CPUTIME_ID) + s, x = 1; \
+    while (now(CLOCK_THREAD_CPUTIME_ID) < end) for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 1e-9; \
+    sink = x; }
+BURN(remote_hot_a)
+BURN(remote_hot_b)
+int main(int argc, char **argv) {
+    double end = now(CLOCK_MONOTONIC) + atof(argv[1]);
+    while (now(CLOCK_MONOTONIC) < end) { remote_hot_a(0.02); remote_hot_b(0.01); }
+    return 0;
+}
+"#;
+
+/// Builds the host in `dir` and starts it under the agent's endpoint;
+/// with `delete`, the binary is removed once running (no local symbols).
+fn agent_server(dir: &Path, delete: bool) -> Option<AgentServer> {
+    if !require_tool("gcc") {
+        return None;
+    }
+    let agent = Path::new(env!("CARGO_BIN_EXE_cpuprof")).with_file_name("libcpuprof.so");
+    assert!(
+        agent.exists(),
+        "{} (cargo build --release first)",
+        agent.display()
+    );
+    let src = dir.join("host.c");
+    std::fs::write(&src, AGENT_HOST).unwrap();
+    let bin = dir.join("agent-host");
+    cpuprof_testkit::compile("gcc", &[&src], &bin, &["-O2", "-g"]);
+    let mut child = Command::new(&bin)
+        .arg("30")
+        .env("LD_PRELOAD", &agent)
+        .env("CPUPROFILE_HTTP", "127.0.0.1:0")
+        .env("CPUPROFILE_FREQUENCY", "250")
+        .env_remove("CPUPROFILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut port = None;
+    for _ in 0..20 {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("serving on http://127.0.0.1:").nth(1) {
+            port = rest.trim().trim_end_matches('/').parse().ok();
+            break;
+        }
+    }
+    let Some(port) = port else {
+        let _ = child.kill();
+        panic!("the agent did not say where it serves");
+    };
+    if delete {
+        std::fs::remove_file(&bin).unwrap();
+    }
+    Some(AgentServer { child, port })
+}
+
+/// (flat of remote_hot_a, flat of remote_hot_b) in a `--text` report.
+fn hot_rows(text: &str) -> (f64, f64) {
+    let flat = |name: &str| -> f64 {
+        text.lines()
+            .find(|l| l.split_whitespace().last() == Some(name))
+            .unwrap_or_else(|| panic!("no {name} row:\n{text}"))
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    (flat("remote_hot_a"), flat("remote_hot_b"))
+}
+
+#[test]
+fn fetches_from_our_agents_endpoint_with_names() {
+    let dir = TempDir::new().unwrap();
+    let Some(server) = agent_server(dir.path(), false) else {
+        return;
+    };
+    let tmp = TempDir::new().unwrap();
+    for source in [
+        format!("127.0.0.1:{}", server.port),
+        format!("http://127.0.0.1:{}/debug/pprof/profile", server.port),
+    ] {
+        let (out, err, status) = report(&["--text", "--seconds=2", &source], tmp.path());
+        assert_eq!(status, 0, "{source}: {err}");
+        let (a, b) = hot_rows(&out);
+        // 2 s of one busy thread at 250 Hz: ~500 samples, 2:1.
+        assert!(a + b > 200.0, "{source}:\n{out}");
+        assert!((1.4..2.8).contains(&(a / b)), "{source}: {a} / {b}\n{out}");
+    }
+}
+
+#[test]
+fn names_of_a_deleted_binary_come_from_our_agents_symbol_endpoint() {
+    let dir = TempDir::new().unwrap();
+    let Some(server) = agent_server(dir.path(), true) else {
+        return;
+    };
+    let tmp = TempDir::new().unwrap();
+    let (out, err, status) = report(
+        &[
+            "--text",
+            "--seconds=1",
+            &format!("127.0.0.1:{}/pprof/profile", server.port),
+        ],
+        tmp.path(),
+    );
+    assert_eq!(status, 0, "{err}");
+    let (a, b) = hot_rows(&out);
+    assert!(a > b && b > 0.0, "{out}");
+}
