@@ -666,6 +666,25 @@ impl RenderContext<'_> {
                 .text("output")
                 .is_some_and(|o| o.ends_with(".svg")),
         };
+        let confidence = self.cx.config.confidence();
+        // In a diff, only the significant changes of share are coloured.
+        let significant = session
+            .diff_table(self.cx.config, confidence.unwrap_or(0.95))?
+            .map(|d| {
+                d.changes
+                    .values()
+                    .filter(|c| c.significant)
+                    .map(|c| c.name.clone())
+                    .collect()
+            });
+        let intervals = confidence.map(|level| {
+            let shares = Shares::new(self.stacks, self.stacks.total, level);
+            cpuprof_report::flame::FlameIntervals {
+                samples: shares.samples,
+                scale: shares.scale,
+                level,
+            }
+        });
         let flame_options = FlameOptions {
             format: if svg {
                 FlameFormat::Svg
@@ -676,6 +695,8 @@ impl RenderContext<'_> {
                 FlameKind::Flame => FlameOrientation::Flame,
                 FlameKind::Icicle => FlameOrientation::Icicle,
             },
+            significant,
+            intervals,
             ..FlameOptions::default()
         };
         let base_stacks = session

@@ -244,7 +244,28 @@ pub struct FlameOptions {
     /// tree, 0.1 px draws 34,000 elements in 700 ms, 0.5 px 4,700 in 100 ms,
     /// and the slivers between are all but invisible).
     pub min_frame_px: Option<f64>,
+    /// In a diff: when given, only the frames of these functions (the
+    /// significant changes) are coloured by their change; the others are
+    /// neutral.
+    pub significant: Option<rustc_hash::FxHashSet<String>>,
+    /// Tooltips show each frame's share with its interval (`--confidence`):
+    /// the samples and value per sample of the total, and the level.
+    pub intervals: Option<FlameIntervals>,
 }
+
+/// What the tooltips' intervals are computed from.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FlameIntervals {
+    /// Samples in the total.
+    pub samples: f64,
+    /// Value per sample.
+    pub scale: f64,
+    /// The confidence level (0.95).
+    pub level: f64,
+}
+
+/// Fill of a frame whose change is not significant.
+pub const NEUTRAL_COLOR: &str = "#c8c8c8";
 
 /// The page leaves out frames under this fraction of the total (0.001%):
 /// at full view they are 0.02 px wide, and it takes a zoom of more than
@@ -284,6 +305,8 @@ impl Default for FlameOptions {
             orientation: FlameOrientation::Flame,
             width_px: 1200,
             min_frame_px: None,
+            significant: None,
+            intervals: None,
         }
     }
 }
@@ -390,10 +413,21 @@ impl<'a> Page<'a> {
             // Relative change quantized to DIFF_STEPS steps each way, so the
             // palette stays small and equal changes look equal.
             let mut index_of_step: FxHashMap<i32, u32> = FxHashMap::default();
+            let mut neutral = None;
             for (i, node) in tree.nodes().iter().enumerate() {
                 if i == 0 {
                     node_color.push(0);
                     continue;
+                }
+                if let Some(significant) = &options.significant {
+                    if !significant.contains(tree.name_of(i)) {
+                        let index = *neutral.get_or_insert_with(|| {
+                            palette.push(NEUTRAL_COLOR.to_string());
+                            (palette.len() - 1) as u32
+                        });
+                        node_color.push(index);
+                        continue;
+                    }
                 }
                 let step = diff_step(node.value, node.base);
                 let index = *index_of_step.entry(step).or_insert_with(|| {
@@ -434,6 +468,19 @@ impl<'a> Page<'a> {
             self.input.unit,
             percent(n.value, self.input.total)
         );
+        if let Some(iv) = &self.options.intervals {
+            let (lo, hi) = crate::stats::wilson(
+                n.value as f64 / iv.scale,
+                iv.samples,
+                crate::stats::z_for(iv.level),
+            );
+            text.pop();
+            text.push_str(&format!(
+                " {}% CI {}%)",
+                crate::stats::level_text(iv.level),
+                crate::stats::format_interval((lo, hi))
+            ));
+        }
         if self.tree.is_diff() {
             text.pop();
             text.push_str(&format!(
@@ -464,6 +511,9 @@ impl<'a> Page<'a> {
                 self.input.unit,
                 signed_change(root, self.tree.nodes()[0].base)
             ));
+            if self.options.significant.is_some() {
+                line.push_str(" (significant changes of share only, Holm; grey: noise)");
+            }
         }
         line
     }

@@ -80,8 +80,18 @@
     if (b === 0) return sign + d + ', new';
     return sign + d + ', ' + sign + (d * 100 / b).toFixed(2) + '%';
   }
+  // The Wilson score interval of a frame's share (--confidence).
+  function interval(v) {
+    var iv = data.intervals, n = iv.samples, k = Math.min(Math.abs(v) / iv.scale, n), z = iv.z;
+    if (!(n > 0)) return '';
+    var p = k / n, d = 1 + z * z / n, c = (p + z * z / (2 * n)) / d;
+    var h = z * Math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / d;
+    return ' ' + iv.level + '% CI [' + (Math.max(0, c - h) * 100).toFixed(1) + ',' +
+      (Math.min(1, c + h) * 100).toFixed(1) + ']%';
+  }
   function describe(i) {
     var s = names[nameOf[i]] + ' (' + value[i] + ' ' + data.unit + ', ' + percent(value[i]);
+    if (data.intervals) s += interval(value[i]);
     if (base) s += '; base ' + base[i] + ', ' + change(value[i], base[i]);
     return s + ')';
   }

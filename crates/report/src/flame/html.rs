@@ -84,6 +84,16 @@ fn write_data(out: &mut String, page: &Page) {
     out.push_str(",\"matchColor\":");
     json_string(out, MATCH_COLOR);
     out.push('}');
+    if let Some(iv) = &page.options.intervals {
+        let _ = write!(
+            out,
+            ",\"intervals\":{{\"samples\":{},\"scale\":{},\"z\":{},\"level\":\"{}\"}}",
+            iv.samples,
+            iv.scale,
+            crate::stats::z_for(iv.level),
+            crate::stats::level_text(iv.level)
+        );
+    }
     out.push_str(",\"names\":[");
     for (i, name) in tree.names().iter().enumerate() {
         if i > 0 {
