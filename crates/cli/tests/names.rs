@@ -617,3 +617,48 @@ fn go_pprof_top_on_our_proto_prints_our_text_go_program() {
     let dir = TempDir::new().unwrap();
     assert_proto_top_matches_text(dir.path(), &[&case.profile], "go");
 }
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    gz.write_all(data).unwrap();
+    gz.finish().unwrap()
+}
+
+/// Inputs in no format we read: one line naming the file and what it is
+/// (not "bad collapsed stacks at line 2", not "damaged"), exit status 1.
+#[test]
+fn inputs_in_no_known_format_say_so_in_one_line() {
+    let dir = TempDir::new().unwrap();
+    let thread = b"threadcreate profile: total 2\n1 @\n#\t0x0\n\n1 @ 0x43b5a5 0x4684e1\n#\t0x43b5a4\truntime.newm+0x44\t/usr/lib/go/src/runtime/proc.go:2100\n";
+    let cases: Vec<(&str, Vec<u8>, &str)> = vec![
+        (
+            "thread.txt",
+            thread.to_vec(),
+            "Go threadcreate profile in text form",
+        ),
+        (
+            "goroutine.txt",
+            b"goroutine profile: total 1\n1 @ 0x1 0x2\n".to_vec(),
+            "Go goroutine profile",
+        ),
+        ("empty.gz", gzip(b""), "the gzip stream holds no data"),
+    ];
+    for (name, data, expected) in cases {
+        let path = write(dir.path(), name, "");
+        std::fs::write(&path, &data).unwrap();
+        let out = cpuprof()
+            .args(["report", "--text"])
+            .arg(&path)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{name}: {stderr}");
+        assert!(out.stdout.is_empty(), "{name}");
+        assert_eq!(stderr.lines().count(), 1, "{name}: {stderr}");
+        assert!(stderr.contains(name), "{name}: {stderr}");
+        assert!(stderr.contains(expected), "{name}: {stderr}");
+        assert!(!stderr.contains("collapsed stacks:"), "{name}: {stderr}");
+        assert!(!stderr.contains("damaged"), "{name}: {stderr}");
+    }
+}

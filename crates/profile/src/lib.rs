@@ -147,7 +147,7 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if symbolized::sniff(data) {
         return Some(Format::Symbolized);
     }
-    if collapsed::sniff(data) {
+    if legacy_text_kind(data).is_none() && collapsed::sniff(data) {
         return Some(Format::Collapsed);
     }
     None
@@ -158,18 +158,45 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
     let format = match detect_format_with(data, options) {
         Some(f) => f,
         None if data.is_empty() => {
-            return Err(ParseError::new("profile", 0, "empty file: expected a profile"))
-        }
-        None => {
             return Err(ParseError::new(
                 "profile",
                 0,
-                "unrecognized content: expected a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks",
+                "empty file: expected a profile",
             ))
+        }
+        None => {
+            let what = match legacy_text_kind(data) {
+                Some(kind) => format!("{kind}, which cpuprof does not read"),
+                None => "unrecognized content".to_string(),
+            };
+            return Err(ParseError::new(
+                "profile",
+                0,
+                format!("{what}: expected {KNOWN_FORMATS}"),
+            ));
         }
     };
     let profile = match format {
         Format::Gperftools => gperftools::read_with(data, options.release)?,
+        // What a gzip stream holds is read in whichever format it is in,
+        // as pprof does.
+        Format::Pprof if proto::is_gzip(data) => {
+            let raw = proto::inflate(data)?;
+            match detect_format_with(&raw, options) {
+                Some(Format::Pprof) => proto::read_decompressed(&raw)?,
+                None => match legacy_text_kind(&raw) {
+                    Some(kind) => {
+                        return Err(ParseError::new(
+                            "profile",
+                            0,
+                            format!("{kind}, gzip-compressed, which cpuprof does not read: expected {KNOWN_FORMATS}"),
+                        ))
+                    }
+                    None => proto::read_decompressed(&raw)?,
+                },
+                Some(_) => return read_profile(&raw, options),
+            }
+        }
         Format::Pprof => proto::read(data)?,
         Format::Gmon => {
             let file = gmon::read(data, options.target)?;
@@ -186,6 +213,60 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         Format::Symbolized => symbolized::read(data)?,
     };
     Ok((format, profile))
+}
+
+/// The formats cpuprof reads, for messages.
+const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks";
+
+/// What a text profile in one of pprof's legacy formats that cpuprof does
+/// not read is (Go's `debug=1` text profiles, gperftools heap and
+/// contention profiles, a text report), judged by its first line; these
+/// would otherwise be taken for collapsed stacks and fail on line 2.
+pub fn legacy_text_kind(data: &[u8]) -> Option<&'static str> {
+    let head = &data[..data.len().min(256)];
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    let first = text.trim_start().lines().next()?.trim();
+    let kinds: [(&str, &str); 10] = [
+        (
+            "threadcreate profile:",
+            "a Go threadcreate profile in text form (debug=1)",
+        ),
+        (
+            "goroutine profile:",
+            "a Go goroutine profile in text form (debug=1)",
+        ),
+        ("heap profile:", "a heap profile in text form"),
+        ("heap_v2/", "a heap profile in text form"),
+        ("--- heapz", "a heap profile in text form"),
+        ("--- heap", "a heap profile in text form"),
+        ("--- contention", "a contention profile in text form"),
+        ("--- mutex", "a mutex profile in text form"),
+        ("--- threadz", "a thread profile in text form"),
+        ("--- growthz", "a heap growth profile in text form"),
+    ];
+    for (prefix, kind) in kinds {
+        if first.starts_with(prefix) {
+            return Some(kind);
+        }
+    }
+    if let Some(rest) = first.strip_prefix("goroutine ") {
+        if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains('[') {
+            return Some("a Go goroutine dump (debug=2)");
+        }
+    }
+    if let Some(rest) = first.strip_prefix("Total: ") {
+        if rest
+            .split_whitespace()
+            .next()
+            .is_some_and(|n| n.parse::<f64>().is_ok())
+        {
+            return Some("a text report (pprof --text output)");
+        }
+    }
+    None
 }
 
 /// Gives `profile` the executable's mappings and attaches every location

@@ -316,22 +316,42 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             "empty file: expected a profile.proto",
         ));
     }
-    let inflated;
-    let (raw, inside) = if is_gzip(data) {
-        let mut out = Vec::new();
-        let mut dec = flate2::read::MultiGzDecoder::new(data);
-        if let Err(e) = dec.read_to_end(&mut out) {
-            return Err(ParseError::new(
-                FORMAT,
-                0,
-                format!("gzip stream is damaged ({e}): expected a gzip-compressed profile"),
-            ));
-        }
-        inflated = out;
-        (&inflated[..], " of the decompressed data")
-    } else {
-        (data, "")
-    };
+    if is_gzip(data) {
+        let raw = inflate(data)?;
+        return read_decompressed(&raw);
+    }
+    read_raw(data, "")
+}
+
+/// Decompresses a gzip stream (all its members). A damaged stream, and
+/// one that holds no data, are errors.
+pub fn inflate(data: &[u8]) -> Result<Vec<u8>, ParseError> {
+    let mut out = Vec::new();
+    let mut dec = flate2::read::MultiGzDecoder::new(data);
+    if let Err(e) = dec.read_to_end(&mut out) {
+        return Err(ParseError::new(
+            "gzip",
+            0,
+            format!("gzip stream is damaged ({e}): expected a gzip-compressed profile"),
+        ));
+    }
+    if out.is_empty() {
+        return Err(ParseError::new(
+            "gzip",
+            0,
+            "the gzip stream holds no data (an empty file, compressed): expected a gzip-compressed profile",
+        ));
+    }
+    Ok(out)
+}
+
+/// Reads the raw profile.proto that a gzip stream held (offsets in errors
+/// are those of the decompressed data).
+pub fn read_decompressed(raw: &[u8]) -> Result<Profile, ParseError> {
+    read_raw(raw, " of the decompressed data")
+}
+
+fn read_raw(raw: &[u8], inside: &str) -> Result<Profile, ParseError> {
     let err = |offset: usize, msg: String| {
         ParseError::new(
             FORMAT,
