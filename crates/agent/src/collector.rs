@@ -4,7 +4,9 @@
 //! handler.
 
 use std::alloc::{alloc_zeroed, Layout};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{
+    AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
+};
 
 use rustc_hash::FxHashMap;
 
@@ -78,7 +80,7 @@ pub(crate) fn sampler() -> &'static Sampler {
         weight_overruns: AtomicBool::new(false),
         cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
-        wake_fd: AtomicI32::new(-1),
+        wake_word: AtomicU32::new(0),
         stats: Stats::default(),
     });
     let ptr = Box::into_raw(sampler);

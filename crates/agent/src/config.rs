@@ -12,7 +12,9 @@ pub struct Settings {
     pub frequency: u32,
     /// Sample on wall-clock time instead of CPU time.
     pub realtime: bool,
-    /// The signal that delivers samples.
+    /// The signal that delivers samples; 0 (the default): a real-time
+    /// signal with no handler, chosen at start (`SIGPROF` only with the
+    /// `setitimer` fallback).
     pub signal: i32,
     /// Which clock implementations to try.
     pub clock: ClockChoice,
@@ -25,7 +27,7 @@ impl Default for Settings {
         Settings {
             frequency: DEFAULT_FREQUENCY,
             realtime: false,
-            signal: libc::SIGPROF,
+            signal: 0,
             clock: ClockChoice::Auto,
             flush_seconds: 0,
         }
@@ -72,7 +74,7 @@ impl Settings {
             match parse_signal(&value) {
                 Some(signal) => settings.signal = signal,
                 None => warn(format!(
-                    "CPUPROFILE_TIMER_SIGNAL={value:?} is not a usable signal number (1-{}, not SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE); using SIGPROF",
+                    "CPUPROFILE_TIMER_SIGNAL={value:?} is not a usable signal number (1-{}, not SIGKILL, SIGSTOP, SIGSEGV, SIGBUS, SIGILL, SIGFPE); choosing a free real-time signal",
                     libc::SIGRTMAX()
                 )),
             }
@@ -164,7 +166,7 @@ mod tests {
         assert_eq!(s.frequency, 100);
         assert_eq!(s.period_ns(), 10_000_000);
         assert!(!s.realtime);
-        assert_eq!(s.signal, libc::SIGPROF);
+        assert_eq!(s.signal, 0, "chosen at start");
         assert!(w.is_empty());
     }
 
@@ -177,7 +179,7 @@ mod tests {
             ("CPUPROFILE_TIMER", "hpet"),
         ]);
         assert_eq!(s.frequency, 100);
-        assert_eq!(s.signal, libc::SIGPROF);
+        assert_eq!(s.signal, 0);
         assert_eq!(w.len(), 4, "{w:?}");
         assert!(w[0].contains("CPUPROFILE_FREQUENCY=\"fast\""));
     }

@@ -49,6 +49,20 @@ struct Session {
     /// object unloaded before the write still have their mapping.
     maps_seen: Vec<String>,
     last_flush: Instant,
+    /// The signal samples arrive on, and what to check it against.
+    owner: SignalOwner,
+}
+
+/// Watches the sampling signal for a handler the program installs over
+/// ours (checked at every sweep, flush and stop).
+struct SignalOwner {
+    signal: i32,
+    /// Process CPU time and samples at the last check that found ours.
+    checked_cpu_ns: u64,
+    checked_samples: u64,
+    /// Once taken: samples lost by then, and the CPU time at that moment
+    /// (the session samples no more after it).
+    taken: Option<(u64, u64)>,
 }
 
 /// The control side's state.
@@ -224,7 +238,10 @@ fn start_locked(
     let sampler = sampler();
     install_once_hooks();
     refresh_modules(control, sampler, true);
+    let mut settings = settings;
+    settings.signal = choose_signal(settings.signal);
     install_profiling_handler(settings.signal);
+    timers::reset_descriptor_counts();
     ensure_control_thread(sampler);
     sampler.reset_stats();
     sampler
@@ -297,7 +314,18 @@ fn start_locked(
         }
     }
     let maps = modules::read_maps();
+    let owner = SignalOwner {
+        signal: if clock == Trigger::ProcessItimer {
+            libc::SIGPROF
+        } else {
+            settings.signal
+        },
+        checked_cpu_ns: process_cpu_ns(),
+        checked_samples: 0,
+        taken: None,
+    };
     control.session = Some(Session {
+        owner,
         id: SESSION_IDS.fetch_add(1, Ordering::Relaxed) + 1,
         execs_in_progress: 0,
         path: path.unwrap_or_default().to_string(),
@@ -475,6 +503,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         return None;
     }
     let mut session = control.session.take()?;
+    check_signal_owner(sampler, &mut session);
     disarm_all(sampler, &session);
     drain_twice(sampler, &mut session, &mut control.window);
     let written = write_profile(sampler, &mut session);
@@ -503,7 +532,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         summary.interrupts, summary.evictions, summary.bytes
     ));
     write_stderr(&format!(
-        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}{}\n",
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}{}{}\n",
         summary.samples,
         summary.dropped,
         summary.truncated,
@@ -518,6 +547,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
             0 => String::new(),
             n => format!(", {n} signals ahead of the thread's CPU clock skipped"),
         },
+        host_losses(&session),
     ));
     sampler.filter.store(0, Ordering::Release);
     Some(written.map(|_| summary))
@@ -535,6 +565,7 @@ pub(crate) fn flush() -> Option<io::Result<usize>> {
         // write under way) at any moment.
         return Some(Ok(0));
     }
+    check_signal_owner(sampler, session);
     drain_into(sampler, session, &mut control.window);
     let written = write_profile(sampler, session);
     session.last_flush = Instant::now();
@@ -576,7 +607,7 @@ pub(crate) fn resume_after_exec(id: u64) {
         return;
     };
     session.execs_in_progress = session.execs_in_progress.saturating_sub(1);
-    if session.execs_in_progress > 0 {
+    if session.execs_in_progress > 0 || session.owner.taken.is_some() {
         return;
     }
     if let Err(e) = rearm_all(sampler, session) {
@@ -740,6 +771,93 @@ fn refresh_modules(control: &mut Control, sampler: &Sampler, force: bool) {
             }
         }
     }
+}
+
+/// The sampling signal: `requested` when the user chose one; else the
+/// real-time signal our handler is already on (an earlier session), else
+/// the highest real-time signal with no handler, not ignored; `SIGPROF` if
+/// every one is taken.
+fn choose_signal(requested: i32) -> i32 {
+    if requested != 0 {
+        return requested;
+    }
+    let ours = signal_path::on_profiling_signal as *const () as usize;
+    let handler_of = |signal: i32| {
+        // SAFETY: reads the disposition into a local.
+        unsafe {
+            let mut current: libc::sigaction = std::mem::zeroed();
+            libc::sigaction(signal, std::ptr::null(), &mut current);
+            current.sa_sigaction
+        }
+    };
+    let range = libc::SIGRTMIN()..=libc::SIGRTMAX();
+    if let Some(signal) = range.clone().rev().find(|&s| handler_of(s) == ours) {
+        return signal;
+    }
+    range
+        .rev()
+        .find(|&s| handler_of(s) == libc::SIG_DFL)
+        .unwrap_or(libc::SIGPROF)
+}
+
+/// At a sweep, flush or stop: when the program has put a handler of its
+/// own on the sampling signal, stop arming it (we never call the
+/// program's handler), say so once, and count the samples lost.
+fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
+    if session.owner.taken.is_some() || session.execs_in_progress > 0 {
+        return;
+    }
+    let signal = session.owner.signal;
+    // SAFETY: reads the disposition into a local.
+    let current = unsafe {
+        let mut current: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(signal, std::ptr::null(), &mut current);
+        current.sa_sigaction
+    };
+    let cpu_ns = process_cpu_ns();
+    let samples = sampler.stats.samples.load(Ordering::Relaxed);
+    if current == signal_path::on_profiling_signal as *const () as usize {
+        session.owner.checked_cpu_ns = cpu_ns;
+        session.owner.checked_samples = samples;
+        return;
+    }
+    let frequency = u64::from(session.settings.frequency);
+    let expected = cpu_ns.saturating_sub(session.owner.checked_cpu_ns) * frequency / 1_000_000_000;
+    let lost = expected.saturating_sub(samples.saturating_sub(session.owner.checked_samples));
+    session.owner.taken = Some((lost, cpu_ns));
+    disarm_all(sampler, session);
+    // disarm_all stopped the handler; the samples taken so far stay.
+    diag(&format!(
+        "the program installed its own handler for signal {signal}, the profiler's sampling signal: sampling stopped, {lost} samples lost since the last check (choose another with CPUPROFILE_TIMER_SIGNAL)"
+    ));
+}
+
+/// The stop line's account of what the host took: the sampling signal,
+/// perf descriptors it closed, threads beyond the descriptor budget.
+fn host_losses(session: &Session) -> String {
+    let mut text = String::new();
+    if let Some((lost, cpu_ns)) = session.owner.taken {
+        let after = process_cpu_ns().saturating_sub(cpu_ns) * u64::from(session.settings.frequency)
+            / 1_000_000_000;
+        text += &format!(
+            ", {} samples lost to the program's handler on signal {}",
+            lost + after,
+            session.owner.signal
+        );
+    }
+    let (closed, budget) = timers::descriptor_counts();
+    if closed > 0 {
+        text += &format!(
+            ", {closed} perf event descriptors closed by the program (those threads went on with POSIX timers; samples between the close and the next check lost)"
+        );
+    }
+    if budget > 0 {
+        text += &format!(
+            ", {budget} threads on POSIX timers (descriptor budget of {} perf events spent)",
+            timers::perf_fd_budget()
+        );
+    }
+    text
 }
 
 fn install_profiling_handler(signal: i32) {
@@ -951,17 +1069,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     if CONTROL_TID.load(Ordering::Acquire) != 0 {
         return;
     }
-    // SAFETY: eventfd with valid flags.
-    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
-    if fd < 0 {
-        diag("cannot create the control thread's eventfd; periodic work disabled");
-        return;
-    }
-    let old = sampler.wake_fd.swap(fd, Ordering::AcqRel);
-    if old >= 0 {
-        // SAFETY: closing our own old eventfd (a forked child's inherited one).
-        unsafe { libc::close(old) };
-    }
+    let _ = sampler;
     CONTROL_TID.store(-1, Ordering::Release);
     extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
         CONTROL_TID.store(gettid(), Ordering::Release);
@@ -989,25 +1097,31 @@ fn control_loop() {
     let Some(sampler) = existing_sampler() else {
         return;
     };
+    let mut seen = sampler.wake_word.load(Ordering::Acquire);
     loop {
-        let fd = sampler.wake_fd.load(Ordering::Acquire);
-        let mut poll = libc::pollfd {
-            fd,
-            events: libc::POLLIN,
-            revents: 0,
+        // Idle (no session): sleep until woken, costing no CPU. A futex,
+        // not a descriptor: the program may close every descriptor.
+        let idle = lock(&CONTROL).session.is_none();
+        let timeout = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
         };
-        // SAFETY: poll on one live pollfd; reading the eventfd into a local.
+        // SAFETY: a futex wait on a live atomic; returns at once when a
+        // wake-up came since `seen` was read.
         unsafe {
-            // Idle (no session): sleep until woken, costing no CPU.
-            let timeout = if lock(&CONTROL).session.is_some() {
-                100
-            } else {
-                -1
-            };
-            libc::poll(&mut poll, 1, timeout);
-            let mut counter = 0u64;
-            libc::read(fd, (&mut counter as *mut u64).cast(), 8);
-        }
+            libc::syscall(
+                libc::SYS_futex,
+                sampler.wake_word.as_ptr(),
+                libc::FUTEX_WAIT | libc::FUTEX_PRIVATE_FLAG,
+                seen,
+                if idle {
+                    std::ptr::null()
+                } else {
+                    &timeout as *const libc::timespec
+                },
+            )
+        };
+        seen = sampler.wake_word.load(Ordering::Acquire);
         serve_requests(&TERMINATION_REQUESTS, &TERMINATION_DONE, || {
             let _ = flush();
         });
@@ -1038,6 +1152,9 @@ fn periodic_work(sampler: &Sampler) {
     }
     if sweep_due {
         control.last_sweep = Some(Instant::now());
+        if let Some(session) = control.session.as_mut() {
+            check_signal_owner(sampler, session);
+        }
         threads::sweep(sampler);
     }
     let flush_due = control.session.as_ref().is_some_and(|s| {
@@ -1101,9 +1218,8 @@ extern "C" fn fork_child() {
         // perf fds are copies of the parent's (closing ours leaves the
         // parent's events alone); POSIX timers are not inherited at all.
         if let Some(arming) = arming {
-            if matches!(arming.clock, Trigger::PerfTaskClock { .. }) && handle != u64::MAX {
-                // SAFETY: closing the child's copy of the fd.
-                unsafe { libc::close(handle as i32) };
+            if arming.clock.per_thread() {
+                timers::forget_in_child(handle);
             }
         }
         sampler.unregister_thread(tid);

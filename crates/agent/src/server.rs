@@ -21,7 +21,7 @@
 use std::ffi::c_void;
 use std::io::{Read, Write};
 use std::net::{IpAddr, Ipv4Addr, Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -131,6 +131,17 @@ pub(crate) fn start_from_env(spec: &str, quiet_settings: bool) {
         Err(e) => {
             diag(&format!(
                 "CPUPROFILE_HTTP: cannot listen on {address}: {e}; the program runs without the HTTP endpoint"
+            ));
+            return;
+        }
+    };
+    // Out of the numbers the program uses first, and closed on exec.
+    let listener = match crate::timers::move_high(listener.into_raw_fd()) {
+        // SAFETY: the descriptor of the listening socket just moved.
+        Ok(fd) => unsafe { TcpListener::from_raw_fd(fd) },
+        Err(e) => {
+            diag(&format!(
+                "CPUPROFILE_HTTP: cannot move the listening socket's descriptor: {e}; no HTTP endpoint"
             ));
             return;
         }

@@ -341,8 +341,8 @@ pub(crate) struct Sampler {
     pub(crate) cpu_clock_period_ns: AtomicU64,
     /// Set by the handler when it sees a PC outside every known module.
     pub(crate) modules_stale: AtomicBool,
-    /// The control thread's eventfd, -1 when none.
-    pub(crate) wake_fd: AtomicI32,
+    /// Bumped (and futex-woken) to wake the control thread.
+    pub(crate) wake_word: AtomicU32,
     pub(crate) stats: Stats,
 }
 
@@ -363,14 +363,19 @@ impl Sampler {
         None
     }
 
-    /// Wakes the control thread (async-signal-safe: one `write`).
+    /// Wakes the control thread (async-signal-safe: an atomic add and a
+    /// futex wake; no descriptor).
     pub(crate) fn wake_control(&self) {
-        let fd = self.wake_fd.load(Ordering::Relaxed);
-        if fd >= 0 {
-            let one: u64 = 1;
-            // SAFETY: writes 8 bytes from a live local to an eventfd.
-            unsafe { libc::write(fd, (&one as *const u64).cast(), 8) };
-        }
+        self.wake_word.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: a futex wake on a live atomic.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.wake_word.as_ptr(),
+                libc::FUTEX_WAKE | libc::FUTEX_PRIVATE_FLAG,
+                1,
+            )
+        };
     }
 }
 

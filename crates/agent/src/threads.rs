@@ -203,6 +203,16 @@ pub(crate) fn sweep(sampler: &Sampler) {
     for &tid in &live {
         arm_locked(sampler, arming, tid);
     }
+    // perf descriptors the program closed under us (close_range,
+    // closefrom): those threads go on with a POSIX timer.
+    for (tid, slot) in sampler.registered_threads() {
+        let handle = slot.timer.load(Ordering::Acquire);
+        if let Some(replaced) =
+            timers::replace_if_lost(handle, tid, arming.period_ns, arming.signal)
+        {
+            slot.armed(replaced.unwrap_or(u64::MAX));
+        }
+    }
     let gone: Vec<i32> = sampler
         .registered_threads()
         .map(|(tid, _)| tid)

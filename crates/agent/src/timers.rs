@@ -18,6 +18,7 @@
 //! `timer_create(CLOCK_MONOTONIC)` timer.
 
 use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// How samples are triggered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -80,6 +81,131 @@ const PERF_TYPE_SOFTWARE: u32 = 1;
 const PERF_COUNT_SW_TASK_CLOCK: u64 = 1;
 const PERF_FLAG_FD_CLOEXEC: libc::c_ulong = 8;
 const PERF_EVENT_IOC_ENABLE: libc::c_ulong = 0x2400;
+/// `_IOR('$', 7, __u64)`: the event's id.
+const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
+
+/// Marks a per-thread handle as a perf event: bit 63 set, the event id's
+/// low 31 bits in bits 32..62, the descriptor in bits 0..31. Other handles
+/// are POSIX timer ids. `u64::MAX` (no handle) never collides: a
+/// descriptor is below 2^31.
+const PERF_HANDLE: u64 = 1 << 63;
+
+/// perf event descriptors held now.
+static PERF_FDS: AtomicUsize = AtomicUsize::new(0);
+/// perf event descriptors the program closed (or replaced) under us.
+static PERF_FDS_LOST: AtomicU64 = AtomicU64::new(0);
+/// Threads that got a POSIX timer because the descriptor budget was spent.
+static PERF_BUDGET_FALLBACKS: AtomicU64 = AtomicU64::new(0);
+
+/// The soft `RLIMIT_NOFILE`.
+fn nofile_limit() -> u64 {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: valid pointer to a local.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 1024;
+    }
+    limit.rlim_cur
+}
+
+/// How many perf event descriptors the agent may hold at once:
+/// `RLIMIT_NOFILE / 256`, at most 4096 (4 under the common 1024). Threads
+/// beyond it get POSIX CPU timers, which need no descriptor.
+pub(crate) fn perf_fd_budget() -> usize {
+    (nofile_limit() / 256).min(4096) as usize
+}
+
+/// Moves `fd` to the top of the descriptor range (`F_DUPFD_CLOEXEC` at
+/// `min(RLIMIT_NOFILE, 65536) - 256` or above), out of the numbers a
+/// program uses first, and closes the original. On failure `fd` is closed
+/// too.
+pub(crate) fn move_high(fd: i32) -> io::Result<i32> {
+    let top = nofile_limit().min(1 << 16);
+    let floor = top.saturating_sub(256).max(3) as i32;
+    if fd >= floor {
+        return Ok(fd);
+    }
+    // SAFETY: duplicating and closing a descriptor we own.
+    unsafe {
+        let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor);
+        let error = io::Error::last_os_error();
+        libc::close(fd);
+        if high < 0 {
+            Err(error)
+        } else {
+            Ok(high)
+        }
+    }
+}
+
+/// Counts of descriptor trouble: (perf descriptors closed by the program,
+/// threads on POSIX timers because the descriptor budget was spent).
+pub(crate) fn descriptor_counts() -> (u64, u64) {
+    (
+        PERF_FDS_LOST.load(Ordering::Relaxed),
+        PERF_BUDGET_FALLBACKS.load(Ordering::Relaxed),
+    )
+}
+
+/// Clears the counts of [`descriptor_counts`] (a new session).
+pub(crate) fn reset_descriptor_counts() {
+    PERF_FDS_LOST.store(0, Ordering::Relaxed);
+    PERF_BUDGET_FALLBACKS.store(0, Ordering::Relaxed);
+}
+
+/// True when descriptor `fd` is open on a perf event
+/// (`/proc/self/fd/N` reads `anon_inode:[perf_event]`). No allocation.
+fn is_perf_event_fd(fd: i32) -> bool {
+    let mut path = *b"/proc/self/fd/\0\0\0\0\0\0\0\0\0\0\0\0";
+    let mut digits = [0u8; 10];
+    let mut n = fd.max(0) as u32;
+    let mut len = 0;
+    loop {
+        digits[len] = b'0' + (n % 10) as u8;
+        len += 1;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    for i in 0..len {
+        path[14 + i] = digits[len - 1 - i];
+    }
+    let mut target = [0u8; 64];
+    // SAFETY: a NUL-terminated path and a buffer of the given size.
+    let n = unsafe {
+        libc::readlink(
+            path.as_ptr().cast(),
+            target.as_mut_ptr().cast(),
+            target.len(),
+        )
+    };
+    n > 0 && &target[..n as usize] == b"anon_inode:[perf_event]"
+}
+
+/// True when `handle` is a perf event.
+pub(crate) fn is_perf_handle(handle: u64) -> bool {
+    handle != u64::MAX && handle & PERF_HANDLE != 0
+}
+
+/// True when the perf event of `handle` is still open at its descriptor
+/// (not closed, nor replaced by another file, under us).
+pub(crate) fn perf_handle_intact(handle: u64) -> bool {
+    let fd = (handle & 0xffff_ffff) as i32;
+    // Never an ioctl on a file the program opened at that number since:
+    // first, is it a perf event at all?
+    if !is_perf_event_fd(fd) {
+        return false;
+    }
+    let id_bits = (handle >> 32) & 0x7fff_ffff;
+    let mut id: u64 = 0;
+    // SAFETY: an ioctl writing one u64 into a local; on a descriptor that
+    // is not a perf event it fails (ENOTTY, EBADF) and writes nothing.
+    let rc = unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ID, &mut id as *mut u64) };
+    rc == 0 && id & 0x7fff_ffff == id_bits
+}
 
 /// `struct perf_event_attr`, first published size (PERF_ATTR_SIZE_VER0):
 /// all the fields we set.
@@ -124,6 +250,18 @@ pub(crate) fn arm_perf(
     signal: i32,
     exclude_kernel: bool,
 ) -> io::Result<u64> {
+    if PERF_FDS.fetch_add(1, Ordering::AcqRel) >= perf_fd_budget() {
+        PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+        return Err(io::Error::from_raw_os_error(libc::EMFILE));
+    }
+    let armed = open_perf(tid, period_ns, signal, exclude_kernel);
+    if armed.is_err() {
+        PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+    }
+    armed
+}
+
+fn open_perf(tid: i32, period_ns: u64, signal: i32, exclude_kernel: bool) -> io::Result<u64> {
     let mut attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
@@ -150,6 +288,7 @@ pub(crate) fn arm_perf(
             PERF_FLAG_FD_CLOEXEC,
         )
     })? as i32;
+    let fd = move_high(fd)?;
     let owner = FOwnerEx {
         kind: F_OWNER_TID,
         pid: tid,
@@ -161,8 +300,13 @@ pub(crate) fn arm_perf(
             .and_then(|_| check(libc::fcntl(fd, F_SETOWN_EX, &owner as *const FOwnerEx) as i64))
             .and_then(|_| check(libc::ioctl(fd, PERF_EVENT_IOC_ENABLE, 0) as i64))
     };
+    let mut id: u64 = 0;
+    // SAFETY: the ioctl writes one u64 into a local.
+    let armed = armed.and_then(|_| {
+        check(unsafe { libc::ioctl(fd, PERF_EVENT_IOC_ID, &mut id as *mut u64) } as i64)
+    });
     match armed {
-        Ok(_) => Ok(fd as u64),
+        Ok(_) => Ok(PERF_HANDLE | ((id & 0x7fff_ffff) << 32) | fd as u64),
         Err(e) => {
             // SAFETY: closing our own fd.
             unsafe { libc::close(fd) };
@@ -221,7 +365,14 @@ fn arm_posix_timer(
 pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
     match clock {
         Trigger::PerfTaskClock { exclude_kernel } => {
-            arm_perf(tid, period_ns, signal, exclude_kernel)
+            match arm_perf(tid, period_ns, signal, exclude_kernel) {
+                // Out of the descriptor budget: a timer needs none.
+                Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
+                    PERF_BUDGET_FALLBACKS.fetch_add(1, Ordering::Relaxed);
+                    arm_thread_timer(tid, period_ns, signal)
+                }
+                armed => armed,
+            }
         }
         Trigger::ThreadCpuTimer => {
             arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
@@ -230,24 +381,62 @@ pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) 
     }
 }
 
-/// Disarms a per-thread clock. Pending signals may still arrive; the
-/// handler ignores them once the session has stopped.
-pub(crate) fn disarm_thread(clock: Trigger, handle: u64) {
+/// Arms a POSIX CPU timer on thread `tid` (no descriptor).
+pub(crate) fn arm_thread_timer(tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
+    arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
+}
+
+/// Disarms a per-thread clock (a perf event or a POSIX timer, told apart
+/// by the handle). A perf descriptor that is no longer our event (the
+/// program closed it, and perhaps reused the number) is left alone and
+/// counted as lost. Pending signals may still arrive; the handler ignores
+/// them once the session has stopped.
+pub(crate) fn disarm_thread(_clock: Trigger, handle: u64) {
     if handle == u64::MAX {
         return;
     }
-    // SAFETY: the handle came from arm_thread with the same clock.
-    unsafe {
-        match clock {
-            Trigger::PerfTaskClock { .. } => {
-                libc::close(handle as i32);
-            }
-            Trigger::ThreadCpuTimer => {
-                libc::timer_delete(handle as usize as libc::timer_t);
-            }
-            Trigger::ProcessItimer | Trigger::WallClock => {}
+    if is_perf_handle(handle) {
+        PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+        if perf_handle_intact(handle) {
+            // SAFETY: our own perf event descriptor.
+            unsafe { libc::close((handle & 0xffff_ffff) as i32) };
+        } else {
+            PERF_FDS_LOST.fetch_add(1, Ordering::Relaxed);
+        }
+        return;
+    }
+    // SAFETY: a POSIX timer id from arm_thread.
+    unsafe { libc::timer_delete(handle as usize as libc::timer_t) };
+}
+
+/// After a fork: the child's copy of a perf descriptor is closed (the
+/// parent's event stays) without counting it as lost.
+pub(crate) fn forget_in_child(handle: u64) {
+    if is_perf_handle(handle) {
+        PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+        if perf_handle_intact(handle) {
+            // SAFETY: the child's copy of our perf event descriptor.
+            unsafe { libc::close((handle & 0xffff_ffff) as i32) };
         }
     }
+}
+
+/// Checks a perf handle: when the program closed or replaced its
+/// descriptor, counts the loss and returns a POSIX timer armed on `tid`
+/// in its place (None if that fails too, or if the handle is intact or
+/// not a perf event).
+pub(crate) fn replace_if_lost(
+    handle: u64,
+    tid: i32,
+    period_ns: u64,
+    signal: i32,
+) -> Option<io::Result<u64>> {
+    if !is_perf_handle(handle) || perf_handle_intact(handle) {
+        return None;
+    }
+    PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+    PERF_FDS_LOST.fetch_add(1, Ordering::Relaxed);
+    Some(arm_thread_timer(tid, period_ns, signal))
 }
 
 /// Picks the best clock that works, by arming it on the calling thread.

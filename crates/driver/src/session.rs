@@ -723,6 +723,21 @@ impl RenderContext<'_> {
         let program = self.cx.session.program_name();
         let mut call_graph = CallGraph::build(&program, self.stacks, &graph, self.options)?;
         call_graph.notes.extend(self.flat_profile_note());
+        if let Some(level) = self.cx.config.confidence() {
+            let shares = Shares::new(self.stacks, call_graph.local_total, level);
+            call_graph.node_intervals = call_graph
+                .nodes
+                .iter()
+                .map(|n| {
+                    format!(
+                        "{}% CI flat {}% cum {}%",
+                        stats::level_text(level),
+                        stats::format_interval(shares.interval(n.flat)),
+                        stats::format_interval(shares.interval(n.cum))
+                    )
+                })
+                .collect();
+        }
         if call_graph.node_limit > 0 || call_graph.edge_limit > 0 {
             // As pprof says it.
             eprintln!(

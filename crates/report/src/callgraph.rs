@@ -79,6 +79,9 @@ pub struct CallGraph {
     pub nodes: Vec<CallGraphNode>,
     /// Kept edges, by weight descending.
     pub edges: Vec<CallGraphEdge>,
+    /// Per node, its shares' intervals for its tooltip (`--confidence`);
+    /// empty when not asked.
+    pub node_intervals: Vec<String>,
 }
 
 /// Nothing is left to draw (pprof: "No nodes to print").
@@ -176,6 +179,7 @@ impl CallGraph {
             }
         }
         Ok(CallGraph {
+            node_intervals: Vec::new(),
             program: program.to_string(),
             unit: unit_word(stacks),
             grand_total: stacks.grand_total,
@@ -261,7 +265,8 @@ impl CallGraph {
             nodes: self
                 .nodes
                 .iter()
-                .map(|node| {
+                .enumerate()
+                .map(|(i, node)| {
                     let mut lines: Vec<TextLine> = Self::name_lines(&node.name)
                         .into_iter()
                         .map(|text| TextLine {
@@ -273,15 +278,20 @@ impl CallGraph {
                         text,
                         align: Align::Right,
                     }));
+                    let mut tooltip = format!(
+                        "{} | flat {} ({}) | cum {} ({})",
+                        node.name,
+                        node.flat,
+                        percent(node.flat, self.local_total),
+                        node.cum,
+                        percent(node.cum, self.local_total)
+                    );
+                    if let Some(intervals) = self.node_intervals.get(i) {
+                        tooltip.push_str(" | ");
+                        tooltip.push_str(intervals);
+                    }
                     PictureNode {
-                        name: format!(
-                            "{} | flat {} ({}) | cum {} ({})",
-                            node.name,
-                            node.flat,
-                            percent(node.flat, self.local_total),
-                            node.cum,
-                            percent(node.cum, self.local_total)
-                        ),
+                        name: tooltip,
                         lines,
                         font_size: self.font_size(node),
                         cum_fraction: share(node.cum),
