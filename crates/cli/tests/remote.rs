@@ -644,3 +644,76 @@ fn names_of_a_deleted_binary_come_from_our_agents_symbol_endpoint() {
     let (a, b) = hot_rows(&out);
     assert!(a > b && b > 0.0, "{out}");
 }
+
+/// While an N-second profile is taken, a terminal's stderr shows a
+/// countdown (tmux gives the command a real terminal); on a pipe, nothing
+/// but the saved path.
+#[test]
+fn a_countdown_on_a_terminal_only() {
+    if !require_tool("tmux") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let port = serve(
+        1,
+        Box::new(|_: &Request| {
+            std::thread::sleep(Duration::from_millis(2500));
+            (200, remote_only_profile())
+        }),
+    );
+    let socket = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let command = format!(
+        "PPROF_TMPDIR={} '{}' report --text --no-symbolize --seconds=3 127.0.0.1:{port}/pprof/profile; sleep 20",
+        dir.path().display(),
+        env!("CARGO_BIN_EXE_cpuprof")
+    );
+    tmux(&["new-session", "-d", "-x", "160", "-y", "20", &command]);
+    let mut screen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+        if screen.contains(" s left") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let seen_countdown = screen.contains(&format!(
+        "Fetching a 3 s profile from http://127.0.0.1:{port}/pprof/profile?seconds=3: "
+    )) && screen.contains(" s left");
+    // Then the line is cleared and the report follows.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline && !screen.contains("Total: 100 samples") {
+        std::thread::sleep(Duration::from_millis(100));
+        screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+    }
+    tmux(&["kill-server"]);
+    assert!(seen_countdown, "{screen}");
+    assert!(screen.contains("Total: 100 samples"), "{screen}");
+    assert!(
+        !screen.contains(" s left"),
+        "the countdown is cleared:\n{screen}"
+    );
+    // On a pipe: no countdown.
+    let (_, err, status) = report(
+        &[
+            "--text",
+            "--no-symbolize",
+            "--seconds=1",
+            &format!(
+                "127.0.0.1:{}/pprof/profile",
+                serve(1, Box::new(|_: &Request| (200, remote_only_profile())))
+            ),
+        ],
+        dir.path(),
+    );
+    assert_eq!(status, 0, "{err}");
+    assert!(!err.contains("Fetching"), "{err}");
+}
