@@ -242,6 +242,7 @@ fn start_locked(
     settings.signal = choose_signal(settings.signal);
     install_profiling_handler(settings.signal);
     timers::reset_descriptor_counts();
+    threads::reset_blocking_fallbacks();
     ensure_control_thread(sampler);
     sampler.reset_stats();
     sampler
@@ -845,6 +846,13 @@ fn host_losses(session: &Session) -> String {
             session.owner.signal
         );
     }
+    let blocking = threads::blocking_fallbacks();
+    if blocking > 0 {
+        text += &format!(
+            ", {blocking} threads blocking signal {} moved to POSIX timers",
+            session.owner.signal
+        );
+    }
     let (closed, budget) = timers::descriptor_counts();
     if closed > 0 {
         text += &format!(
@@ -1149,6 +1157,13 @@ fn periodic_work(sampler: &Sampler) {
         .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
     if sampler.modules_stale.load(Ordering::Relaxed) || sweep_due {
         refresh_modules(control, sampler, false);
+    }
+    if control
+        .session
+        .as_ref()
+        .is_some_and(|s| matches!(s.clock, Trigger::PerfTaskClock { .. }))
+    {
+        threads::guard_signal_queue(sampler);
     }
     if sweep_due {
         control.last_sweep = Some(Instant::now());

@@ -227,6 +227,68 @@ pub(crate) fn sweep(sampler: &Sampler) {
     }
 }
 
+/// Threads moved from perf to a POSIX timer because they block the
+/// sampling signal.
+static BLOCKING_FALLBACKS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many threads [`guard_signal_queue`] moved (for the stop line).
+pub(crate) fn blocking_fallbacks() -> u64 {
+    BLOCKING_FALLBACKS.load(Ordering::Relaxed)
+}
+
+/// Clears [`blocking_fallbacks`] (a new session).
+pub(crate) fn reset_blocking_fallbacks() {
+    BLOCKING_FALLBACKS.store(0, Ordering::Relaxed);
+}
+
+/// A perf event queues one real-time signal per period to a thread that
+/// blocks it, and when the queue (`RLIMIT_SIGPENDING`) is full the kernel
+/// sends `SIGIO` instead, which would end the program. So: when the
+/// process's queued signals (`SigQ` in `/proc/self/status`) pass 1/8 of
+/// the limit (at most 1024), every perf-armed thread that blocks the
+/// sampling signal goes on with a POSIX timer, whose signal never queues
+/// more than once. Caller holds the control lock (not [`THREADS`]).
+pub(crate) fn guard_signal_queue(sampler: &Sampler) {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else {
+        return;
+    };
+    let Some((queued, limit)) = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigQ:"))
+        .and_then(|v| v.trim().split_once('/'))
+        .and_then(|(q, l)| Some((q.parse::<u64>().ok()?, l.parse::<u64>().ok()?)))
+    else {
+        return;
+    };
+    if queued < (limit / 8).min(1024) {
+        return;
+    }
+    let threads = lock(&THREADS);
+    let Some(arming) = *threads else {
+        return;
+    };
+    let bit = 1u64 << (arming.signal - 1);
+    for (tid, slot) in sampler.registered_threads() {
+        let handle = slot.timer.load(Ordering::Acquire);
+        if !timers::is_perf_handle(handle) {
+            continue;
+        }
+        let blocked = std::fs::read_to_string(format!("/proc/self/task/{tid}/status"))
+            .ok()
+            .and_then(|s| {
+                let hex = s.lines().find_map(|l| l.strip_prefix("SigBlk:"))?;
+                u64::from_str_radix(hex.trim(), 16).ok()
+            })
+            .is_some_and(|mask| mask & bit != 0);
+        if blocked {
+            timers::disarm_thread(arming.clock, handle);
+            let replaced = timers::arm_thread_timer(tid, arming.period_ns, arming.signal);
+            slot.armed(replaced.unwrap_or(u64::MAX));
+            BLOCKING_FALLBACKS.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
 /// Starts an internal thread (the control thread) with every signal
 /// blocked, through libc's `pthread_create` directly.
 pub(crate) fn spawn_internal(main: StartRoutine) -> Result<(), ()> {

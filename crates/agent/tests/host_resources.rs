@@ -99,26 +99,63 @@ fn own_sigprof_handler_runs_as_often_and_the_agent_still_samples() {
     let dir = tempdir();
     let program = build_c(dir.path(), "own_sigprof", false);
     let seconds = "1.5";
-    let (without, cpu_without) = handler_and_cpu(&run_ok(Command::new(&program).arg(seconds)));
-    let profile = dir.path().join("own.prof");
     let hz = 1000;
-    let out = run_ok(preloaded(&program, &profile, hz).arg(seconds));
-    let (with, cpu) = handler_and_cpu(&out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    // Its ticks per CPU second, with and without the agent.
-    let rate_without = without / cpu_without;
-    let rate_with = with / cpu;
-    assert!(
-        (rate_with - rate_without).abs() <= 0.2 * rate_without,
-        "handler: {without} times in {cpu_without:.2} s without the agent, {with} in {cpu:.2} s with it\n{stderr}"
-    );
-    let samples = NamedStacks::of(&read_profile(&profile)).cum("own_burn") as f64;
-    let expected = 1.5 * f64::from(hz);
-    assert!(
-        samples >= 0.9 * expected,
-        "{samples} samples in own_burn, expected {expected}\n{stderr}"
-    );
-    eprintln!(
-        "handler {without}/{with} (without/with); agent samples {samples} of {expected} expected; {stderr}"
-    );
+    // ITIMER_PROF itself is tick-bound and noisy on a busy host: up to 3
+    // pairs of runs, the first within ±20% counts (before the fix every
+    // pair was ~10× off).
+    let mut attempts = Vec::new();
+    for attempt in 0..3 {
+        let (without, cpu_without) = handler_and_cpu(&run_ok(Command::new(&program).arg(seconds)));
+        let profile = dir.path().join(format!("own{attempt}.prof"));
+        let out = run_ok(preloaded(&program, &profile, hz).arg(seconds));
+        let (with, cpu) = handler_and_cpu(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        let samples = NamedStacks::of(&read_profile(&profile)).cum("own_burn") as f64;
+        // The agent's samples on its own signal: ≥ 90% of CPU time × rate.
+        let expected = cpu.min(1.5) * f64::from(hz);
+        assert!(
+            samples >= 0.9 * expected,
+            "{samples} samples in own_burn, expected {expected}\n{stderr}"
+        );
+        // The program's ticks per CPU second, with and without the agent.
+        let (rate_without, rate_with) = (without / cpu_without, with / cpu);
+        attempts.push(format!(
+            "handler {without} times in {cpu_without:.2} s without the agent, {with} in {cpu:.2} s with it; agent samples {samples} of {expected} expected"
+        ));
+        if (rate_with - rate_without).abs() <= 0.2 * rate_without {
+            eprintln!("{}\n{stderr}", attempts.join("\n"));
+            return;
+        }
+    }
+    panic!("{}", attempts.join("\n"));
+}
+
+/// Proves: threads that block every signal while they burn CPU do not
+/// end the program. A perf event queues one real-time signal per period
+/// to such a thread, and once `RLIMIT_SIGPENDING` is full the kernel sends
+/// `SIGIO` instead (its default action ends the process); the agent moves
+/// those threads to POSIX timers (one pending signal at most) long before.
+#[test]
+fn threads_blocking_every_signal_survive_a_small_signal_queue() {
+    let dir = tempdir();
+    let program = build_c(dir.path(), "blocked_burn", false);
+    let profile = dir.path().join("blocked.prof");
+    let mut cmd = preloaded(&program, &profile, 1000);
+    cmd.arg("2");
+    // SAFETY: setrlimit is async-signal-safe, fine between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let rl = libc::rlimit {
+                rlim_cur: 400,
+                rlim_max: 400,
+            };
+            if libc::setrlimit(libc::RLIMIT_SIGPENDING, &rl) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let out = run_ok(&mut cmd);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "done");
+    eprintln!("{}", String::from_utf8_lossy(&out.stderr));
 }
