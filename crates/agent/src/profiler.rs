@@ -1165,11 +1165,13 @@ fn periodic_work(sampler: &Sampler) {
     {
         threads::guard_signal_queue(sampler);
     }
+    // One sigaction call: at every wake (≤ 100 ms), so that few of our
+    // signals reach a handler the program put on the sampling signal.
+    if let Some(session) = control.session.as_mut() {
+        check_signal_owner(sampler, session);
+    }
     if sweep_due {
         control.last_sweep = Some(Instant::now());
-        if let Some(session) = control.session.as_mut() {
-            check_signal_owner(sampler, session);
-        }
         threads::sweep(sampler);
     }
     let flush_due = control.session.as_ref().is_some_and(|s| {
