@@ -208,3 +208,23 @@ fn two_hundred_concurrent_requests_are_all_answered_and_memory_stays_flat() {
         "RSS grew from {after_first} KiB to {after_more} KiB over 600 more requests"
     );
 }
+
+#[test]
+fn http_with_an_output_option_is_an_error() {
+    let Some(spin) = spin() else { return };
+    for extra in [&["--text"][..], &["-o", "/dev/null"], &["--flame"]] {
+        let out = std::process::Command::new(common::cpuprof_binary())
+            .arg("report")
+            .arg("--http=127.0.0.1:")
+            .arg("--no-browser")
+            .args(extra)
+            .arg(&spin.binary)
+            .arg(&spin.profile)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(!out.status.success(), "{extra:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(stderr.contains("--http"), "{extra:?}: {stderr}");
+    }
+}
