@@ -798,7 +798,13 @@ fn collect_symbols<'data, 'file>(
             } else {
                 1
             };
-        let underscores = name.bytes().take_while(|&b| b == b'_').count().min(9) as u8;
+        // The vDSO's functions keep their `__vdso_` names: their public
+        // aliases (`clock_gettime`) would merge them with libc's functions.
+        let underscores = if name.starts_with("__vdso_") {
+            0
+        } else {
+            1 + name.bytes().take_while(|&b| b == b'_').count().min(9) as u8
+        };
         let versioned = u8::from(name.contains('@'));
         out.push(Candidate {
             address,
