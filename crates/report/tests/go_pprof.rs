@@ -8,9 +8,10 @@
 //! both sides before comparing: Go marks inlined frames `name (inline)`
 //! (in `-top` rows, and on `-peek` edges that are inlined calls); it calls
 //! the vDSO `[[vdso]]` where we name its `__vdso_` function; and of two
-//! glibc aliases at one address it may pick the other (`__clock_gettime`
-//! for `__GI___clock_gettime`, `__libc_start_main` for
-//! `__libc_start_main_impl`).
+//! glibc aliases at one address it may pick another (`__clock_gettime`
+//! where we name the public `clock_gettime`, `__libc_start_main_impl`
+//! where we name `__libc_start_main`): the `__GI_` prefix, leading
+//! underscores and an `_impl` suffix are removed on both sides.
 //!
 //! Skipped loudly without libprofiler or Go pprof, unless
 //! `CPUPROF_REQUIRE_PEERS=1`.
@@ -108,6 +109,9 @@ fn normalise(name: &str) -> String {
         vdso_frame(name)
     };
     let name = name.strip_prefix("__GI_").unwrap_or(name);
+    // We name glibc's public alias (`clock_gettime`), Go one with leading
+    // underscores (`__clock_gettime`).
+    let name = name.trim_start_matches('_');
     name.strip_suffix("_impl").unwrap_or(name).to_string()
 }
 
