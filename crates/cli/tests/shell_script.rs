@@ -388,6 +388,7 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
                     | "keep_profiler_frames"
                     | "drop_negative"
                     | "full_names"
+                    | "noinlines"
                     | "layout"
                     | "nodefraction"
             )
