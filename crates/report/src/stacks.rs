@@ -44,6 +44,33 @@ pub struct Frame {
     pub inlined: bool,
 }
 
+impl Frame {
+    /// The frame named `name` of one line of `location` (an inlined call
+    /// unless it is the location's outermost line).
+    fn of_line(
+        name: String,
+        function: &cpuprof_profile::Function,
+        line: &cpuprof_profile::Line,
+        location: &cpuprof_profile::Location,
+        inlined: bool,
+    ) -> Frame {
+        Frame {
+            name,
+            function: function.name.clone(),
+            file: function.filename.clone(),
+            line: line.line,
+            address: location.address,
+            mapping: location.mapping,
+            inlined,
+        }
+    }
+}
+
+/// True for a function of a profiler's signal-handling path.
+fn is_profiler_function(name: &str) -> bool {
+    PROFILER_FRAMES.contains(&name) || name.starts_with(AGENT_SIGNAL_PATH)
+}
+
 /// A sample kept by the filters.
 #[derive(Clone, Copy, Debug)]
 struct Kept {
@@ -532,26 +559,20 @@ impl<'a> FrameTable<'a> {
         if self.options.granularity == Granularity::Functions && !self.filters() {
             for (depth, line) in lines.iter().enumerate() {
                 let function = profile.function(line.function);
-                if PROFILER_FRAMES.contains(&function.name.as_str())
-                    || function.name.starts_with(AGENT_SIGNAL_PATH)
-                {
-                    view.profiler = true;
-                }
+                view.profiler |= is_profiler_function(&function.name);
                 let id = match self.function_frames[line.function.index()] {
                     Some(id) => id,
                     None => {
                         let short = self.function_name(line.function);
                         let id = match self.by_name.get(&short) {
                             Some(&id) => id,
-                            None => self.insert(Frame {
-                                name: short,
-                                function: function.name.clone(),
-                                file: function.filename.clone(),
-                                line: line.line,
-                                address,
-                                mapping: location.mapping,
-                                inlined: depth != outermost,
-                            }),
+                            None => self.insert(Frame::of_line(
+                                short,
+                                function,
+                                line,
+                                location,
+                                depth != outermost,
+                            )),
                         };
                         self.function_frames[line.function.index()] = Some(id);
                         id
@@ -564,11 +585,7 @@ impl<'a> FrameTable<'a> {
         let mut outermost_match: Option<usize> = None;
         for (depth, line) in lines.iter().enumerate() {
             let function = profile.function(line.function);
-            if PROFILER_FRAMES.contains(&function.name.as_str())
-                || function.name.starts_with(AGENT_SIGNAL_PATH)
-            {
-                view.profiler = true;
-            }
+            view.profiler |= is_profiler_function(&function.name);
             let short = self.function_name(line.function);
             let needs_file_line = self.options.focus.is_some()
                 || self.options.ignore.is_some()
@@ -606,15 +623,7 @@ impl<'a> FrameTable<'a> {
                 // match: the frames pushed so far and this one.
                 outermost_match = Some(view.frames.len() + 1);
             }
-            let frame = Frame {
-                name,
-                function: function.name.clone(),
-                file: function.filename.clone(),
-                line: line.line,
-                address,
-                mapping: location.mapping,
-                inlined: depth != outermost,
-            };
+            let frame = Frame::of_line(name, function, line, location, depth != outermost);
             view.frames.push(self.intern(frame));
         }
         if let Some(kept) = outermost_match {

@@ -1270,35 +1270,23 @@ impl Resolver<'_> {
             }
         }
         // No DWARF for this address: the symbol table alone.
-        match binary.symbol_at(file_address) {
-            Some(symbol) => {
-                sink(&RawFrame {
-                    name: Some(symbol.name()),
-                    file: None,
-                    line: 0,
-                    column: 0,
-                    start_line: 0,
-                    die: None,
-                    mangling_language: false,
-                });
-                true
-            }
-            None => match binary.unwind_function_name(file_address) {
-                Some(name) => {
-                    sink(&RawFrame {
-                        name: Some(name),
-                        file: None,
-                        line: 0,
-                        column: 0,
-                        start_line: 0,
-                        die: None,
-                        mangling_language: false,
-                    });
-                    true
-                }
-                None => false,
-            },
-        }
+        let name = binary
+            .symbol_at(file_address)
+            .map(|symbol| symbol.name())
+            .or_else(|| binary.unwind_function_name(file_address));
+        let Some(name) = name else {
+            return false;
+        };
+        sink(&RawFrame {
+            name: Some(name),
+            file: None,
+            line: 0,
+            column: 0,
+            start_line: 0,
+            die: None,
+            mangling_language: false,
+        });
+        true
     }
 }
 
