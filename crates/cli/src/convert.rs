@@ -170,27 +170,13 @@ fn write(
     Ok(notes)
 }
 
+/// The sample value `flag` names (the profile's default without one), as
+/// `report --sample_index` reads it.
 fn sample_index(profile: &Profile, flag: Option<&str>) -> Result<usize> {
-    let Some(s) = flag else {
-        return Ok(profile.default_sample_index());
-    };
-    if let Ok(i) = s.parse::<usize>() {
-        if i < profile.sample_types.len() {
-            return Ok(i);
-        }
+    match cpuprof_driver::settings::sample_index(profile, flag) {
+        Ok(index) => Ok(index.unwrap_or_else(|| profile.default_sample_index())),
+        Err(e) => bail!("--{e}"),
     }
-    profile.sample_index(s).with_context(|| {
-        let types: Vec<String> = profile
-            .sample_types
-            .iter()
-            .enumerate()
-            .map(|(i, t)| format!("{i}={}", t.kind))
-            .collect();
-        format!(
-            "--sample_index={s}: the profile's sample types are {}",
-            types.join(", ")
-        )
-    })
 }
 
 /// What a gperftools profile cannot hold of `profile`.

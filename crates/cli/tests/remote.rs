@@ -22,7 +22,6 @@ use std::time::{Duration, Instant};
 use cpuprof_testkit::{require_tool, TempDir};
 
 mod common;
-use common::cpuprof;
 
 /// A request our test servers saw.
 #[derive(Debug, Clone)]
@@ -103,18 +102,9 @@ fn answer(stream: TcpStream, handler: &Handler) -> std::io::Result<()> {
 
 /// `cpuprof report ARGS` with `$PPROF_TMPDIR` set: (stdout, stderr, status).
 fn report(args: &[&str], tmpdir: &Path) -> (String, String, i32) {
-    let out = cpuprof()
-        .arg("report")
-        .args(args)
-        .env("PPROF_TMPDIR", tmpdir)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
+    common::report_texts(args, |cmd| {
+        cmd.env("PPROF_TMPDIR", tmpdir);
+    })
 }
 
 /// A gperftools CPU profile (64-bit little-endian) of `stacks` (leaf

@@ -50,12 +50,7 @@ fn shell(script: &str, extra: &[&str]) -> (String, String, i32) {
     let (spin, prof) = spin().expect("spin profile");
     let mut cmd = cpuprof();
     cmd.arg("report").arg("-i").args(extra).arg(spin).arg(prof);
-    let out = run_with_stdin(&mut cmd, script);
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
+    common::texts(&run_with_stdin(&mut cmd, script))
 }
 
 /// `cpuprof report ARGS SPIN PROFILE`'s stdout; must succeed.

@@ -113,18 +113,9 @@ fn runs() -> Option<&'static Runs> {
 }
 
 fn report(args: &[&str], inputs: &[&Path]) -> (String, String, i32) {
-    let out = cpuprof()
-        .arg("report")
-        .args(args)
-        .args(inputs)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    (
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-        out.status.code().unwrap_or(-1),
-    )
+    common::report_texts(args, |cmd| {
+        cmd.args(inputs);
+    })
 }
 
 /// The rows of a `--text --confidence --base` report: name → marker.

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use cpuprof_profile::{Function, FunctionId, Line, Profile};
+use cpuprof_profile::Profile;
 
 /// The largest body read from a server (a profile or a symbol list).
 const MAX_BODY: u64 = 2 << 30;
@@ -429,11 +429,11 @@ pub fn symbolize_remote(
         }
         parse_symbols(&String::from_utf8_lossy(&response.body), &mut names);
     }
-    Ok(apply_symbols(profile, &names))
+    Ok(cpuprof_profile::symbolized::attach_symbols(profile, &names))
 }
 
 /// A symbol server's answers: address → inline chain, outermost first.
-pub type SymbolNames = std::collections::HashMap<u64, Vec<String>>;
+pub type SymbolNames = rustc_hash::FxHashMap<u64, Vec<String>>;
 
 /// Reads `0x<hex><TAB or spaces><name>` lines (both peers' formats; a
 /// name `a--b` is the inline chain, outermost first); other lines are
@@ -464,45 +464,6 @@ pub fn parse_symbols(text: &str, names: &mut SymbolNames) {
             names.insert(address, chain);
         }
     }
-}
-
-/// Gives each unnamed location its names from `names`; returns how many.
-fn apply_symbols(profile: &mut Profile, names: &SymbolNames) -> usize {
-    let mut functions: std::collections::HashMap<String, FunctionId> = profile
-        .functions
-        .iter()
-        .enumerate()
-        .map(|(i, f)| (f.name.clone(), FunctionId::from_index(i)))
-        .collect();
-    let mut named = 0;
-    for l in 0..profile.locations.len() {
-        let location = &profile.locations[l];
-        if !location.lines.is_empty() {
-            continue;
-        }
-        let Some(chain) = names.get(&location.address) else {
-            continue;
-        };
-        let mut lines = Vec::with_capacity(chain.len());
-        // Our lines are innermost first.
-        for name in chain.iter().rev() {
-            let id = *functions.entry(name.clone()).or_insert_with(|| {
-                profile.functions.push(Function {
-                    name: name.clone(),
-                    system_name: name.clone(),
-                    ..Function::default()
-                });
-                FunctionId::from_index(profile.functions.len() - 1)
-            });
-            lines.push(Line {
-                function: id,
-                ..Line::default()
-            });
-        }
-        profile.locations[l].lines = lines;
-        named += 1;
-    }
-    named
 }
 
 /// The countdown on stderr while an N-second profile is taken (a terminal
@@ -690,9 +651,12 @@ mod tests {
             )]);
         let a = builder.location_at(0x10);
         let mut profile = builder.profile;
-        let mut names = std::collections::HashMap::new();
+        let mut names = SymbolNames::default();
         names.insert(0x10, vec!["outer".to_string(), "inner".to_string()]);
-        assert_eq!(apply_symbols(&mut profile, &names), 1);
+        assert_eq!(
+            cpuprof_profile::symbolized::attach_symbols(&mut profile, &names),
+            1
+        );
         let lines = &profile.location(a).lines;
         assert_eq!(profile.function(lines[0].function).name, "inner");
         assert_eq!(profile.function(lines[1].function).name, "outer");
@@ -742,12 +706,12 @@ mod props {
         #[test]
         fn symbol_answers(entries in proptest::collection::vec((any::<u64>(), "[A-Za-z_][A-Za-z0-9_:]{0,12}", any::<bool>()), 0..20), noise in "[^\n]{0,20}") {
             let mut text = format!("{noise}\n");
-            let mut expected = SymbolNames::new();
+            let mut expected = SymbolNames::default();
             for (address, name, tab) in &entries {
                 text.push_str(&format!("{address:#x}{}{name}\n", if *tab { "\t" } else { "  " }));
                 expected.insert(*address, vec![name.clone()]);
             }
-            let mut names = SymbolNames::new();
+            let mut names = SymbolNames::default();
             parse_symbols(&text, &mut names);
             for (address, name) in &expected {
                 prop_assert_eq!(names.get(address), Some(name));

@@ -122,7 +122,7 @@ pub fn parse(line: &str, sample_types: &[String]) -> Result<Line, LineError> {
     // as `o` prints them, is dropped).
     if let Some((name, value)) = line.split_once('=') {
         let name = name.trim();
-        if is_setting_word(name) {
+        if settings::setting(name).is_some() {
             let value = match value.rfind("//:") {
                 Some(comment) => &value[..comment],
                 None => value,
@@ -282,11 +282,6 @@ fn join(slot: &mut Option<String>, re: &str) {
         }
         None => *slot = Some(re.to_string()),
     }
-}
-
-/// True when `name` can stand before `=`.
-fn is_setting_word(name: &str) -> bool {
-    settings::setting(name).is_some()
 }
 
 /// Every word the shell knows: commands, settings, stand-alone choices,

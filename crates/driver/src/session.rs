@@ -383,8 +383,8 @@ fn fetch_and_load(
 }
 
 /// A temporary file for a command's output (Go pprof writes `pprofNNN.ext`
-/// in the temporary directory too).
-fn temp_path(command: &CommandDef) -> PathBuf {
+/// in the temporary directory too): the viewers' and the shell's.
+pub fn temp_path(command: &CommandDef) -> PathBuf {
     use std::sync::atomic::{AtomicU32, Ordering};
     static NEXT: AtomicU32 = AtomicU32::new(1);
     std::env::temp_dir().join(format!(

@@ -205,10 +205,22 @@ fn strip_address_tag(name: &str) -> &str {
     name
 }
 
-/// Gives each location the functions of its address's chain.
-fn attach_symbols(profile: &mut Profile, symbols: &FxHashMap<u64, Vec<String>>) {
-    let mut function_ids: FxHashMap<String, usize> = FxHashMap::default();
+/// Gives each location without lines the functions of its address's
+/// chain in `symbols` (outermost first, as symbol sections and symbol
+/// servers write them); returns how many locations were named. Functions
+/// already in the profile are reused by name.
+pub fn attach_symbols(profile: &mut Profile, symbols: &FxHashMap<u64, Vec<String>>) -> usize {
+    let mut function_ids: FxHashMap<String, usize> = profile
+        .functions
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.name.clone(), i))
+        .collect();
+    let mut named = 0;
     for i in 0..profile.locations.len() {
+        if !profile.locations[i].lines.is_empty() {
+            continue;
+        }
         let Some(chain) = symbols.get(&profile.locations[i].address) else {
             continue;
         };
@@ -229,7 +241,9 @@ fn attach_symbols(profile: &mut Profile, symbols: &FxHashMap<u64, Vec<String>>) 
             });
         }
         profile.locations[i].lines = lines;
+        named += 1;
     }
+    named
 }
 
 /// Writes `profile` as a symbolized raw profile: the symbols of every

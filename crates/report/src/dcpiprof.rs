@@ -82,15 +82,10 @@ pub fn write_with(
     text.push('\n');
     // The samples the shares are of: values per period when they are in
     // the period's unit (CPU time).
-    let value_type = profile.sample_types.get(sample_index);
-    let scale = match value_type {
-        Some(t)
-            if t.unit != "count" && profile.period > 0 && profile.period_type.unit == t.unit =>
-        {
-            profile.period as f64
-        }
-        _ => 1.0,
-    };
+    let scale = profile
+        .sample_types
+        .get(sample_index)
+        .map_or(1.0, |t| crate::stats::value_per_sample_of(profile, t));
     let z = level.map(crate::stats::z_for);
     let interval_header = match level {
         Some(l) => format!(" {:<13}", format!("{}% CI", crate::stats::level_text(l))),

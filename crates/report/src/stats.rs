@@ -198,12 +198,19 @@ pub fn format_interval(interval: (f64, f64)) -> String {
 /// counts, the profile's period when the value is in the period's unit
 /// (CPU nanoseconds), else 1 (the values are taken as counts).
 pub fn value_per_sample(stacks: &Stacks) -> f64 {
-    let t = &stacks.sample_type;
-    let profile = stacks.profile();
-    if t.unit != "count"
+    value_per_sample_of(stacks.profile(), &stacks.sample_type)
+}
+
+/// [`value_per_sample`] for the values of `sample_type` in `profile`.
+pub fn value_per_sample_of(
+    profile: &cpuprof_profile::Profile,
+    sample_type: &cpuprof_profile::ValueType,
+) -> f64 {
+    let unit = &sample_type.unit;
+    if unit != "count"
+        && !unit.is_empty()
         && profile.period > 0
-        && profile.period_type.unit == t.unit
-        && !t.unit.is_empty()
+        && &profile.period_type.unit == unit
     {
         profile.period as f64
     } else {

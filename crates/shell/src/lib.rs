@@ -225,7 +225,7 @@ impl Shell {
         let command: &'static CommandDef = invocation.command;
         let stdout_is_terminal = io::stdout().is_terminal();
         if command.away_from_terminal() && config.text("output").is_none() && stdout_is_terminal {
-            let path = temp_output(command);
+            let path = cpuprof_driver::session::temp_path(command);
             println!("Generating report in {}", path.display());
             config.set("output", Some(&path.display().to_string()))?;
         }
@@ -287,17 +287,6 @@ fn save_history(
     if editor.append_history(path).is_err() {
         let _ = editor.save_history(path);
     }
-}
-
-/// A temporary file for an output that does not go to a terminal.
-fn temp_output(command: &CommandDef) -> PathBuf {
-    use std::sync::atomic::{AtomicU32, Ordering};
-    static NEXT: AtomicU32 = AtomicU32::new(1);
-    std::env::temp_dir().join(format!(
-        "cpuprof{:03}.{}",
-        NEXT.fetch_add(1, Ordering::Relaxed) + std::process::id() % 1000 * 1000,
-        command.extension()
-    ))
 }
 
 /// An error as one line: its messages joined with `: `.

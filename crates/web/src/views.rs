@@ -577,21 +577,8 @@ fn percent(value: i64, total: i64) -> String {
     format!("{:.2}%", value as f64 * 100.0 / total as f64)
 }
 
-/// Escapes text for HTML (content and attribute values).
-pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// Escapes text for HTML: the listing page's escaper.
+pub use cpuprof_report::weblist::escape;
 
 #[cfg(test)]
 mod tests {

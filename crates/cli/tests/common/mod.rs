@@ -18,3 +18,22 @@ pub fn report(args: &[&str], inputs: &[&Path]) -> String {
     cmd.arg("report").args(args).args(inputs);
     run_stdout(&mut cmd)
 }
+
+/// A finished command's (stdout, stderr, exit status; -1 when killed).
+pub fn texts(out: &std::process::Output) -> (String, String, i32) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// `cpuprof report ARGS` with no standard input: (stdout, stderr, status).
+pub fn report_texts(args: &[&str], configure: impl FnOnce(&mut Command)) -> (String, String, i32) {
+    let mut cmd = cpuprof();
+    cmd.arg("report")
+        .args(args)
+        .stdin(std::process::Stdio::null());
+    configure(&mut cmd);
+    texts(&cmd.output().unwrap())
+}
