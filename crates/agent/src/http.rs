@@ -256,6 +256,23 @@ pub fn is_loopback_host(host: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The addresses of a `/pprof/symbol` request (a POST body or a GET
+/// query): hex words, `0x` optional, separated by `+` or blanks
+/// (`0xA+0xB+…`, as both pprofs send them); a word that is not a hex
+/// number is skipped.
+pub fn symbol_addresses(list: &[u8]) -> Vec<u64> {
+    String::from_utf8_lossy(list)
+        .split(|c: char| c == '+' || c.is_ascii_whitespace())
+        .filter_map(|word| {
+            let hex = word
+                .strip_prefix("0x")
+                .or_else(|| word.strip_prefix("0X"))
+                .unwrap_or(word);
+            u64::from_str_radix(hex, 16).ok()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -263,6 +280,17 @@ mod tests {
 
     fn parse(text: &str) -> Result<Option<Request>, RequestError> {
         parse_head(text.as_bytes())
+    }
+
+    /// Go pprof posts `0xA+0xB`, google-pprof the same after a GET; words
+    /// that are not hex numbers (empty, signed, junk) are skipped.
+    #[test]
+    fn symbol_request_words() {
+        assert_eq!(
+            symbol_addresses(b"0x10+0X2f++40 +-5+zz\n0xffffffffffffffff+0x1ffffffffffffffff"),
+            vec![0x10, 0x2f, 0x40, u64::MAX]
+        );
+        assert!(symbol_addresses(b"").is_empty());
     }
 
     #[test]

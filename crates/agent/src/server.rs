@@ -492,17 +492,9 @@ fn index_page() -> Response {
 /// `0xA+0xB+…` (POST body or GET query) → `0xA<TAB>name` lines; addresses
 /// with no symbol are left out (as Go does).
 fn symbolize(list: &[u8]) -> Response {
-    let text = String::from_utf8_lossy(list);
     let mut symbolizer = Symbolizer::new(&modules::read_maps());
     let mut out = String::new();
-    for word in text.split(|c: char| c == '+' || c.is_ascii_whitespace()) {
-        let hex = word
-            .strip_prefix("0x")
-            .or_else(|| word.strip_prefix("0X"))
-            .unwrap_or(word);
-        let Ok(address) = u64::from_str_radix(hex, 16) else {
-            continue;
-        };
+    for address in http::symbol_addresses(list) {
         if let Some(name) = symbolizer.function_name(address) {
             out.push_str(&format!("{address:#x}\t{name}\n"));
         }

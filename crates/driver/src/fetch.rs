@@ -347,18 +347,30 @@ pub fn fetch(url: &Url, options: &FetchOptions) -> Result<Fetched> {
         .request(&cmdline, None)
         .ok()
         .filter(|r| r.status == 200)
-        .and_then(|r| {
-            let line = first_line(&r.body);
-            let first = line.split(['\0', ' ']).next().unwrap_or("").to_string();
-            let base = Path::new(&first).file_name()?.to_str()?.to_string();
-            (!base.is_empty()).then_some(base)
-        });
+        .and_then(|r| program_name(&r.body));
     Ok(Fetched {
         url,
         data,
         symbol_url,
         program,
     })
+}
+
+/// The program's base name from a `/pprof/cmdline` body (its first
+/// line's first word, NUL- or space-separated); `None` when there is none.
+pub fn program_name(body: &[u8]) -> Option<String> {
+    let line = first_line(body);
+    let first = line.split(['\0', ' ']).next().unwrap_or("");
+    let base = Path::new(first).file_name()?.to_str()?.to_string();
+    (!base.is_empty()).then_some(base)
+}
+
+/// `N` from a `/pprof/symbol` GET answer's `num_symbols: N` line.
+pub fn num_symbols(body: &[u8]) -> Option<u64> {
+    String::from_utf8_lossy(body)
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("num_symbols:"))
+        .and_then(|n| n.trim().parse::<u64>().ok())
 }
 
 /// The symbol endpoint beside a profile URL: `../symbol` for
@@ -401,12 +413,7 @@ pub fn symbolize_remote(
             first_line(&probe.body)
         );
     }
-    let text = String::from_utf8_lossy(&probe.body);
-    let count = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("num_symbols:"))
-        .and_then(|n| n.trim().parse::<u64>().ok());
-    match count {
+    match num_symbols(&probe.body) {
         Some(0) => bail!("{symbol_url}: the server has no symbols (num_symbols: 0)"),
         Some(_) => {}
         None => bail!(
@@ -641,6 +648,21 @@ mod tests {
         assert_eq!(names[&0x401010], ["burn_a"]);
         assert_eq!(names[&0x401020], ["outer", "inner"]);
         assert_eq!(names.len(), 3);
+    }
+
+    #[test]
+    fn cmdline_and_symbol_count_answers() {
+        assert_eq!(
+            program_name(b"/usr/bin/server\0--port\0\x30\n").as_deref(),
+            Some("server")
+        );
+        assert_eq!(program_name(b"\n\n ./prog -v\n").as_deref(), Some("prog"));
+        assert_eq!(program_name(b"/\n"), None);
+        assert_eq!(program_name(b""), None);
+        assert_eq!(num_symbols(b"num_symbols: 1\n"), Some(1));
+        assert_eq!(num_symbols(b"x\r\n  num_symbols:0 \r\n"), Some(0));
+        assert_eq!(num_symbols(b"num_symbols: -1\n"), None);
+        assert_eq!(num_symbols(b"<html>"), None);
     }
 
     #[test]
