@@ -15,6 +15,19 @@ use crate::signal_path::{
     UnwindCache, SAMPLER, TID_REMOVED,
 };
 
+/// One sample's key once drained: its stack (leaf first, return addresses
+/// as sampled) and its labels: the tag of
+/// [`crate::signal_path::sample_tag`] (tid, state) with the thread's name
+/// index (see [`crate::thread_names`]) from bit 34 up; 0 when unlabelled.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct SampleKey {
+    pub(crate) stack: Vec<u64>,
+    pub(crate) labels: u64,
+}
+
+/// Samples per key.
+pub(crate) type Stacks = FxHashMap<SampleKey, u64>;
+
 /// Entries per stack table (a power of two).
 const TABLE_ENTRIES: usize = 1 << 15;
 /// PC slots per table: 8 MiB of address space, touched only as used.
@@ -78,6 +91,8 @@ pub(crate) fn sampler() -> &'static Sampler {
         filter: AtomicUsize::new(0),
         filter_arg: AtomicUsize::new(0),
         weight_overruns: AtomicBool::new(false),
+        label_threads: AtomicBool::new(false),
+        wall_period_ns: AtomicU64::new(0),
         cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
         wake_word: AtomicU32::new(0),
@@ -131,9 +146,11 @@ impl Sampler {
     }
 
     /// Swaps the active table, waits for handlers using the old one, and
-    /// moves its stacks into `into`. Returns the number of distinct stacks
-    /// moved. Caller holds the control lock (gate writers must be serialized).
-    pub(crate) fn drain(&self, into: &mut FxHashMap<Vec<u64>, u64>) -> u64 {
+    /// hands each of its samples to `sink(stack, tag, count)` (the tag is
+    /// [`crate::signal_path::sample_tag`]'s, 0 when unlabelled). Returns
+    /// the number of distinct samples moved. Caller holds the control lock
+    /// (gate writers must be serialized).
+    pub(crate) fn drain(&self, sink: &mut dyn FnMut(Vec<u64>, u64, u64)) -> u64 {
         let old = self.active_table.fetch_xor(1, Ordering::AcqRel) & 1;
         self.gate.synchronize();
         let table = &self.tables[old];
@@ -149,12 +166,13 @@ impl Sampler {
             if count > 0 && len > 0 {
                 if let Some(slots) = table.pcs.get(offset..offset + len) {
                     let stack: Vec<u64> = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
-                    *into.entry(stack).or_insert(0) += count;
+                    sink(stack, entry.tag.load(Ordering::Relaxed), count);
                     moved += 1;
                 }
             }
             entry.count.store(0, Ordering::Relaxed);
             entry.len.store(0, Ordering::Relaxed);
+            entry.tag.store(0, Ordering::Relaxed);
             entry.hash.store(0, Ordering::Release);
         }
         table.pcs_used.store(0, Ordering::Relaxed);

@@ -1,6 +1,6 @@
 //! Settings read from the environment, as gperftools reads them (see the
 //! user guide, "Modifying Runtime Behavior"), plus our own
-//! `CPUPROFILE_FLUSH_SECONDS` and `CPUPROFILE_TIMER`. Invalid values are
+//! `CPUPROFILE_FLUSH_SECONDS`, `CPUPROFILE_TIMER` and `CPUPROFILE_FORMAT`. Invalid values are
 //! reported on stderr and replaced by the default; nothing fails silently.
 
 use crate::timers::ClockChoice;
@@ -20,6 +20,19 @@ pub struct Settings {
     pub clock: ClockChoice,
     /// Write the profile every this many seconds (0: only at the end).
     pub flush_seconds: u32,
+    /// The profile's file format (`CPUPROFILE_FORMAT`).
+    pub format: ProfileFormat,
+}
+
+/// The file format a session writes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ProfileFormat {
+    /// gperftools' binary CPU profile (drop-in; no thread labels).
+    #[default]
+    Gperftools,
+    /// pprof's gzipped profile.proto, each sample labelled with its
+    /// thread (`thread_id`, `thread_name`, and `state` in realtime mode).
+    Pprof,
 }
 
 impl Default for Settings {
@@ -30,6 +43,7 @@ impl Default for Settings {
             signal: 0,
             clock: ClockChoice::Auto,
             flush_seconds: 0,
+            format: ProfileFormat::Gperftools,
         }
     }
 }
@@ -96,6 +110,15 @@ impl Settings {
                 Ok(seconds) => settings.flush_seconds = seconds,
                 Err(_) => warn(format!(
                     "CPUPROFILE_FLUSH_SECONDS={value:?} is not a whole number of seconds; writing only at the end"
+                )),
+            }
+        }
+        if let Some(value) = lookup("CPUPROFILE_FORMAT") {
+            match value.trim() {
+                "" | "gperftools" | "legacy" => settings.format = ProfileFormat::Gperftools,
+                "pprof" | "proto" => settings.format = ProfileFormat::Pprof,
+                _ => warn(format!(
+                    "CPUPROFILE_FORMAT={value:?} is not one of gperftools, pprof; writing gperftools' format"
                 )),
             }
         }
@@ -177,10 +200,12 @@ mod tests {
             ("CPUPROFILE_TIMER_SIGNAL", "9"),
             ("CPUPROFILE_FLUSH_SECONDS", "-1"),
             ("CPUPROFILE_TIMER", "hpet"),
+            ("CPUPROFILE_FORMAT", "json"),
         ]);
         assert_eq!(s.frequency, 100);
         assert_eq!(s.signal, 0);
-        assert_eq!(w.len(), 4, "{w:?}");
+        assert_eq!(s.format, ProfileFormat::Gperftools);
+        assert_eq!(w.len(), 5, "{w:?}");
         assert!(w[0].contains("CPUPROFILE_FREQUENCY=\"fast\""));
     }
 
@@ -192,6 +217,7 @@ mod tests {
             ("CPUPROFILE_TIMER_SIGNAL", "34"),
             ("CPUPROFILE_FLUSH_SECONDS", "5"),
             ("CPUPROFILE_TIMER", "posix"),
+            ("CPUPROFILE_FORMAT", "pprof"),
         ]);
         assert!(w.is_empty(), "{w:?}");
         assert_eq!(s.frequency, 4000);
@@ -200,5 +226,6 @@ mod tests {
         assert_eq!(s.signal, 34);
         assert_eq!(s.flush_seconds, 5);
         assert_eq!(s.clock, ClockChoice::Posix);
+        assert_eq!(s.format, ProfileFormat::Pprof);
     }
 }

@@ -31,6 +31,7 @@ compile_error!("the cpuprof agent supports Linux on x86-64");
 pub mod capi;
 mod collector;
 pub mod config;
+mod crash;
 mod exec;
 mod exit;
 pub mod http;
@@ -41,13 +42,14 @@ mod profiler;
 pub mod server;
 pub mod signal_path;
 mod symbols;
+mod thread_names;
 mod threads;
 pub mod timers;
 mod writer;
 
 use std::path::{Path, PathBuf};
 
-pub use config::Settings;
+pub use config::{ProfileFormat, Settings};
 pub use profiler::{SessionSummary, StartError};
 
 /// Why the Rust API failed.

@@ -1,7 +1,10 @@
-//! Encoding a window's samples as gzipped profile.proto (the schema in
-//! `proto/profile.proto`), as Go's `net/http/pprof` serves
+//! Encoding samples as gzipped profile.proto (the schema in
+//! `proto/profile.proto`), for session files (`CPUPROFILE_FORMAT=pprof`)
+//! and HTTP windows, as Go's `net/http/pprof` serves
 //! `/debug/pprof/profile`: sample types `samples/count` and
-//! `cpu/nanoseconds`, period `cpu/nanoseconds`, one mapping per executable
+//! `cpu/nanoseconds` (`wall/nanoseconds` in realtime mode), the same
+//! period type, labelled samples (`thread_id`, `thread_name`, `state`:
+//! string labels, as `pprof -tags` lists them), one mapping per executable
 //! mapping (the main program first) with its build id, and function names
 //! from the objects' symbol tables. Protobuf is written by hand ("Protocol
 //! Buffers encoding": varints, length-delimited fields, packed repeated
@@ -10,9 +13,10 @@
 
 use std::collections::HashMap;
 
-use rustc_hash::FxHashMap;
-
+use crate::collector::Stacks;
+use crate::signal_path::{tag_state, tag_tid, STATE_RUNNING, STATE_WAITING};
 use crate::symbols::Symbolizer;
+use crate::thread_names::name_index;
 
 /// A protobuf message being written.
 #[derive(Default)]
@@ -71,9 +75,13 @@ impl Strings {
     }
 }
 
-/// The window to encode.
+/// The samples to encode.
 pub(crate) struct WindowSamples<'a> {
-    pub(crate) stacks: &'a FxHashMap<Vec<u64>, u64>,
+    pub(crate) stacks: &'a Stacks,
+    /// Thread names by index - 1 (see [`crate::thread_names`]).
+    pub(crate) names: &'a [String],
+    /// Wall-clock samples (realtime mode) rather than CPU time.
+    pub(crate) wall: bool,
     pub(crate) period_ns: u64,
     pub(crate) start_time_ns: u64,
     pub(crate) duration_ns: u64,
@@ -94,8 +102,9 @@ pub(crate) fn encode(
         m.uint(2, strings.id(unit));
         m.0
     };
+    let time_kind = if window.wall { "wall" } else { "cpu" };
     let samples_count = value_type(&mut strings, "samples", "count");
-    let cpu_ns = value_type(&mut strings, "cpu", "nanoseconds");
+    let cpu_ns = value_type(&mut strings, time_kind, "nanoseconds");
     profile.bytes(1, &samples_count);
     profile.bytes(1, &cpu_ns);
 
@@ -115,9 +124,23 @@ pub(crate) fn encode(
     let mut locations = Vec::new();
     let mut function_ids: HashMap<String, u64> = HashMap::new();
     let mut functions = Vec::new();
-    let mut records: Vec<(&Vec<u64>, u64)> = window.stacks.iter().map(|(s, &c)| (s, c)).collect();
-    records.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
-    for (stack, count) in records {
+    let mut records: Vec<(&Vec<u64>, u64, u64)> = window
+        .stacks
+        .iter()
+        .map(|(k, &c)| (&k.stack, k.labels, c))
+        .collect();
+    records.sort_unstable_by(|a, b| {
+        b.2.cmp(&a.2)
+            .then_with(|| a.0.cmp(b.0))
+            .then_with(|| a.1.cmp(&b.1))
+    });
+    let label = |strings: &mut Strings, key: &str, value: &str| {
+        let mut m = Message::default();
+        m.uint(1, strings.id(key));
+        m.uint(2, strings.id(value));
+        m.0
+    };
+    for (stack, labels, count) in records {
         if stack.is_empty() || count == 0 {
             continue;
         }
@@ -156,6 +179,24 @@ pub(crate) fn encode(
         let mut sample = Message::default();
         sample.packed(1, &ids);
         sample.packed(2, &[count, count.saturating_mul(window.period_ns)]);
+        if labels != 0 {
+            let tid = tag_tid(labels).to_string();
+            sample.bytes(3, &label(&mut strings, "thread_id", &tid));
+            let name = name_index(labels)
+                .checked_sub(1)
+                .and_then(|i| window.names.get(i));
+            if let Some(name) = name {
+                sample.bytes(3, &label(&mut strings, "thread_name", name));
+            }
+            let state = match tag_state(labels) {
+                STATE_RUNNING => Some("running"),
+                STATE_WAITING => Some("waiting"),
+                _ => None,
+            };
+            if let Some(state) = state {
+                sample.bytes(3, &label(&mut strings, "state", state));
+            }
+        }
         profile.bytes(2, &sample.0);
     }
 
@@ -186,7 +227,7 @@ pub(crate) fn encode(
     for function in &functions {
         profile.bytes(5, function);
     }
-    let period_type = value_type(&mut strings, "cpu", "nanoseconds");
+    let period_type = value_type(&mut strings, time_kind, "nanoseconds");
     for s in &strings.table {
         profile.bytes(6, s.as_bytes());
     }
@@ -277,10 +318,18 @@ mod tests {
         let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
         let mut symbolizer = Symbolizer::new(&maps);
         let here = profile_reads_back_with_our_proto_reader as *const () as u64;
-        let mut stacks = FxHashMap::default();
-        stacks.insert(vec![here + 4, here + 9], 7);
+        let mut stacks = Stacks::default();
+        stacks.insert(
+            crate::collector::SampleKey {
+                stack: vec![here + 4, here + 9],
+                labels: 0,
+            },
+            7,
+        );
         let window = WindowSamples {
             stacks: &stacks,
+            names: &[],
+            wall: false,
             period_ns: 10_000_000,
             start_time_ns: 1,
             duration_ns: 2_000_000_000,

@@ -15,12 +15,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rustc_hash::FxHashMap;
-
-use crate::collector::{existing_sampler, sampler};
-use crate::config::Settings;
+use crate::collector::{existing_sampler, sampler, SampleKey, Stacks};
+use crate::config::{ProfileFormat, Settings};
 use crate::modules::{self, LoadedObject};
 use crate::signal_path::{self, gettid, Sampler};
+use crate::thread_names::ThreadNames;
 use crate::timers::{self, Trigger};
 use crate::{threads, writer};
 
@@ -38,11 +37,15 @@ struct Session {
     internal: bool,
     settings: Settings,
     clock: Trigger,
-    wall_timer: u64,
     start_time: libc::time_t,
+    /// When the session started (ns since the epoch), for profile.proto.
+    start_time_ns: u64,
+    started: Instant,
     start_process_cpu_ns: u64,
     /// Samples drained from the stack tables so far.
-    stacks: FxHashMap<Vec<u64>, u64>,
+    stacks: Stacks,
+    /// The names of the threads in labelled samples.
+    names: ThreadNames,
     /// Distinct stacks moved out of the tables (gperftools' "evictions").
     evictions: u64,
     /// Maps lines of objects seen during the session, so that samples in an
@@ -80,7 +83,7 @@ pub(crate) struct Control {
 /// Samples gathered for one HTTP profile request, alongside whatever
 /// session runs (see [`window_begin`]).
 struct Window {
-    stacks: FxHashMap<Vec<u64>, u64>,
+    stacks: Stacks,
     settings: Settings,
     started: Instant,
     start_time_ns: u64,
@@ -88,8 +91,13 @@ struct Window {
 
 /// What a closed window gathered.
 pub(crate) struct WindowProfile {
-    /// Samples per stack (leaf first, return addresses as sampled).
-    pub(crate) stacks: FxHashMap<Vec<u64>, u64>,
+    /// Samples per stack (leaf first, return addresses as sampled) and
+    /// labels.
+    pub(crate) stacks: Stacks,
+    /// The thread names the labels refer to.
+    pub(crate) names: Vec<String>,
+    /// Wall-clock samples (the session runs in realtime mode).
+    pub(crate) wall: bool,
     /// Nanoseconds between samples.
     pub(crate) period_ns: u64,
     /// When the window opened (ns since the epoch) and how long it lasted.
@@ -258,8 +266,17 @@ fn start_locked(
     SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     // Running before arming: the first signals must not be ignored.
     sampler.running.store(true, Ordering::Release);
+    // Samples carry their thread where the file has room for it.
+    let labelled = settings.format == ProfileFormat::Pprof;
+    sampler.label_threads.store(labelled, Ordering::Relaxed);
+    sampler.wall_period_ns.store(
+        if settings.realtime { period_ns } else { 0 },
+        Ordering::Relaxed,
+    );
+    crate::thread_names::clear_exits();
     let armed = if settings.realtime {
-        timers::arm_wall_clock(period_ns, settings.signal).map(|h| (Trigger::WallClock, h))
+        timers::arm_thread(Trigger::WallClock, me, period_ns, settings.signal)
+            .map(|h| (Trigger::WallClock, h))
     } else {
         timers::choose_clock(settings.clock, me, period_ns, settings.signal)
     };
@@ -288,11 +305,6 @@ fn start_locked(
     sampler
         .cpu_clock_period_ns
         .store(cpu_clock_period, Ordering::Relaxed);
-    let wall_timer = if clock == Trigger::WallClock {
-        handle
-    } else {
-        u64::MAX
-    };
     {
         let mut threads = lock(&THREADS);
         *threads = Some(Arming {
@@ -303,6 +315,7 @@ fn start_locked(
         if clock.per_thread() {
             if let Some(slot) = sampler.register_thread(me) {
                 slot.armed(handle);
+                threads::mark_wall_start(slot, clock, me);
             }
             let arming = Arming {
                 clock,
@@ -333,11 +346,16 @@ fn start_locked(
         internal: path.is_none(),
         settings,
         clock,
-        wall_timer,
         // SAFETY: time(NULL) is always safe.
         start_time: unsafe { libc::time(std::ptr::null_mut()) },
+        start_time_ns: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+            .as_nanos() as u64,
+        started: Instant::now(),
         start_process_cpu_ns: process_cpu_ns(),
-        stacks: FxHashMap::default(),
+        stacks: Stacks::default(),
+        names: ThreadNames::default(),
         evictions: 0,
         maps_seen: maps.lines().map(str::to_string).collect(),
         last_flush: Instant::now(),
@@ -368,17 +386,19 @@ fn end_internal_session(control: &mut Control) {
 /// Moves the samples of the active table into the session, and into the
 /// window when one is open.
 fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Window>) {
-    match window {
-        None => session.evictions += sampler.drain(&mut session.stacks),
-        Some(window) => {
-            let mut drained = FxHashMap::default();
-            session.evictions += sampler.drain(&mut drained);
-            for (stack, count) in drained {
-                *window.stacks.entry(stack.clone()).or_insert(0) += count;
-                *session.stacks.entry(stack).or_insert(0) += count;
-            }
+    let names = &mut session.names;
+    let stacks = &mut session.stacks;
+    names.begin_drain();
+    session.evictions += sampler.drain(&mut |stack, tag, count| {
+        let key = SampleKey {
+            stack,
+            labels: names.label(tag),
+        };
+        if let Some(window) = window.as_mut() {
+            *window.stacks.entry(key.clone()).or_insert(0) += count;
         }
-    }
+        *stacks.entry(key).or_insert(0) += count;
+    });
 }
 
 /// Both tables: the active one and the one a handler may have filled
@@ -426,7 +446,7 @@ pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
     control.window = Some(Window {
-        stacks: FxHashMap::default(),
+        stacks: Stacks::default(),
         settings,
         started: Instant::now(),
         start_time_ns: since_epoch.as_nanos() as u64,
@@ -445,9 +465,14 @@ pub(crate) fn window_end() -> Option<WindowProfile> {
             drain_twice(sampler, session, &mut control.window);
         }
     }
+    let (names, wall) = control.session.as_ref().map_or((Vec::new(), false), |s| {
+        (s.names.names().to_vec(), s.settings.realtime)
+    });
     end_internal_session(control);
     let window = control.window.take()?;
     Some(WindowProfile {
+        names,
+        wall,
         period_ns: window.settings.period_ns(),
         duration_ns: window.started.elapsed().as_nanos() as u64,
         start_time_ns: window.start_time_ns,
@@ -464,10 +489,8 @@ fn disarm_all(sampler: &Sampler, session: &Session) {
         let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
         timers::disarm_thread(session.clock, handle);
     }
-    match session.clock {
-        Trigger::ProcessItimer => timers::disarm_process_itimer(),
-        Trigger::WallClock => timers::disarm_wall_clock(session.wall_timer),
-        _ => {}
+    if session.clock == Trigger::ProcessItimer {
+        timers::disarm_process_itimer();
     }
 }
 
@@ -623,10 +646,8 @@ fn rearm_all(sampler: &Sampler, session: &mut Session) -> io::Result<()> {
     let period_ns = session.settings.period_ns();
     let signal = session.settings.signal;
     sampler.running.store(true, Ordering::Release);
-    match session.clock {
-        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns)?,
-        Trigger::WallClock => session.wall_timer = timers::arm_wall_clock(period_ns, signal)?,
-        _ => {}
+    if session.clock == Trigger::ProcessItimer {
+        timers::arm_process_itimer(period_ns)?;
     }
     let arming = Arming {
         clock: session.clock,
@@ -699,8 +720,36 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
         return Ok(0);
     }
     let maps = modules::read_maps();
-    let period_us = header_period_us(sampler, session);
-    let bytes = writer::encode(period_us, &session.stacks, &maps, &session.maps_seen);
+    let bytes = match session.settings.format {
+        ProfileFormat::Gperftools => {
+            let period_us = header_period_us(sampler, session);
+            writer::encode(period_us, &session.stacks, &maps, &session.maps_seen)
+        }
+        ProfileFormat::Pprof => {
+            let maps = writer::maps_with_unloaded(&maps, &session.maps_seen);
+            let mut symbolizer = crate::symbols::Symbolizer::new(&maps);
+            let main = std::fs::read_link("/proc/self/exe")
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let samples = crate::pprof_proto::WindowSamples {
+                stacks: &session.stacks,
+                names: session.names.names(),
+                wall: session.settings.realtime,
+                period_ns: if session.clock == Trigger::ProcessItimer {
+                    header_period_us(sampler, session) * 1000
+                } else {
+                    session.settings.period_ns()
+                },
+                start_time_ns: session.start_time_ns,
+                duration_ns: session.started.elapsed().as_nanos() as u64,
+            };
+            crate::pprof_proto::gzip_stored(&crate::pprof_proto::encode(
+                &samples,
+                &mut symbolizer,
+                &main,
+            ))
+        }
+    };
     match writer::write_atomically(&session.path, &bytes) {
         Ok(()) => Ok(bytes.len()),
         Err(e) => {
@@ -1147,14 +1196,21 @@ fn periodic_work(sampler: &Sampler) {
     if control.session.is_none() {
         return;
     }
-    if sampler.table_needs_drain() {
-        if let Some(session) = control.session.as_mut() {
-            drain_into(sampler, session, &mut control.window);
-        }
-    }
     let sweep_due = control
         .last_sweep
         .is_none_or(|t| t.elapsed() >= Duration::from_secs(1));
+    // Labelled sessions drain at least once a second, so that samples get
+    // the name their thread had then (see thread_names).
+    let labelled = sweep_due && sampler.label_threads.load(Ordering::Relaxed);
+    if sampler.table_needs_drain() || labelled {
+        if let Some(session) = control
+            .session
+            .as_mut()
+            .filter(|s| s.execs_in_progress == 0)
+        {
+            drain_into(sampler, session, &mut control.window);
+        }
+    }
     if sampler.modules_stale.load(Ordering::Relaxed) || sweep_due {
         refresh_modules(control, sampler, false);
     }
@@ -1251,7 +1307,10 @@ extern "C" fn fork_child() {
         return;
     }
     sampler.reset_stats();
+    crate::thread_names::clear_exits();
     session.stacks.clear();
+    session.names = ThreadNames::default();
+    session.started = Instant::now();
     session.evictions = 0;
     session.execs_in_progress = 0;
     session.path = format!("{}_{}", session.path, std::process::id());
@@ -1263,16 +1322,14 @@ extern "C" fn fork_child() {
     sampler.running.store(true, Ordering::Release);
     let rearmed = match session.clock {
         Trigger::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),
-        Trigger::WallClock => timers::arm_wall_clock(period_ns, session.settings.signal),
         clock => timers::arm_thread(clock, gettid(), period_ns, session.settings.signal),
     };
     match rearmed {
         Ok(handle) => {
-            if session.clock == Trigger::WallClock {
-                session.wall_timer = handle;
-            } else if session.clock.per_thread() {
+            if session.clock.per_thread() {
                 if let Some(slot) = sampler.register_thread(gettid()) {
                     slot.armed(handle);
+                    threads::mark_wall_start(slot, session.clock, gettid());
                 }
             }
             *threads = arming;

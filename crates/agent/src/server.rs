@@ -605,6 +605,8 @@ fn run_window(server: &Server, job: ProfileJob) {
                 .unwrap_or_default();
             let samples = pprof_proto::WindowSamples {
                 stacks: &window.stacks,
+                names: &window.names,
+                wall: window.wall,
                 period_ns: window.period_ns,
                 start_time_ns: window.start_time_ns,
                 duration_ns: window.duration_ns,

@@ -16,7 +16,8 @@
 //!    allocate on first touch in a dlopen'd object). Modules come from an
 //!    immutable [`ModuleSnapshot`] built outside the handler.
 //! 4. **errno saved and restored**; the only system calls are `gettid`,
-//!    `getpid` and a `write` to the control thread's eventfd.
+//!    `getpid`, `clock_gettime` (the thread's CPU clock) and a futex wake
+//!    of the control thread.
 //! 5. **No panic**: no indexing (only `get`), no `unwrap`, checked
 //!    arithmetic; framehop runs with `MustNotAllocateDuringUnwind`.
 //! 6. **Memory reads stay within the interrupted thread's stack**
@@ -153,6 +154,9 @@ impl Gate {
 /// stack's hash (always ≥ 2) once published.
 pub(crate) struct Entry {
     pub(crate) hash: AtomicU64,
+    /// The sample's thread and state ([`sample_tag`]; 0 when the session
+    /// does not label samples), part of the key.
+    pub(crate) tag: AtomicU64,
     pub(crate) count: AtomicU64,
     pub(crate) offset: AtomicU32,
     pub(crate) len: AtomicU32,
@@ -177,9 +181,9 @@ pub(crate) enum Dropped {
 }
 
 impl StackTable {
-    /// Adds `weight` to the count of `stack`.
-    fn record(&self, stack: &[u64], weight: u64) -> Result<(), Dropped> {
-        let hash = hash_stack(stack);
+    /// Adds `weight` to the count of (`stack`, `tag`).
+    fn record(&self, stack: &[u64], tag: u64, weight: u64) -> Result<(), Dropped> {
+        let hash = hash_sample(stack, tag);
         let mask = self.entries.len() - 1;
         let mut index = (hash as usize) & mask;
         for _ in 0..PROBES {
@@ -187,7 +191,10 @@ impl StackTable {
                 return Err(Dropped::TableFull);
             };
             let current = entry.hash.load(Ordering::Acquire);
-            if current == hash && self.stored_equals(entry, stack) {
+            if current == hash
+                && entry.tag.load(Ordering::Relaxed) == tag
+                && self.stored_equals(entry, stack)
+            {
                 entry.count.fetch_add(weight, Ordering::Relaxed);
                 return Ok(());
             }
@@ -197,7 +204,7 @@ impl StackTable {
                     .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return self.fill(entry, hash, stack, weight);
+                return self.fill(entry, hash, stack, tag, weight);
             }
             index = (index + 1) & mask;
         }
@@ -205,8 +212,16 @@ impl StackTable {
     }
 
     /// Writes a claimed entry and publishes it.
-    fn fill(&self, entry: &Entry, hash: u64, stack: &[u64], weight: u64) -> Result<(), Dropped> {
+    fn fill(
+        &self,
+        entry: &Entry,
+        hash: u64,
+        stack: &[u64],
+        tag: u64,
+        weight: u64,
+    ) -> Result<(), Dropped> {
         let len = stack.len();
+        entry.tag.store(tag, Ordering::Relaxed);
         let offset = self.pcs_used.fetch_add(len, Ordering::Relaxed);
         let Some(slots) = offset
             .checked_add(len)
@@ -248,10 +263,11 @@ impl StackTable {
     }
 }
 
-/// FNV-1a over the PCs, forced to be ≥ 2 (0 and 1 mark empty and claimed).
-pub(crate) fn hash_stack(stack: &[u64]) -> u64 {
+/// FNV-1a over the tag and the PCs, forced to be ≥ 2 (0 and 1 mark empty
+/// and claimed).
+pub(crate) fn hash_sample(stack: &[u64], tag: u64) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &pc in stack {
+    for &pc in std::iter::once(&tag).chain(stack) {
         h ^= pc;
         h = h.wrapping_mul(0x0000_0100_0000_01b3);
         h ^= h >> 29;
@@ -339,6 +355,12 @@ pub(crate) struct Sampler {
     /// With perf task-clock: the period in ns of the thread's own CPU clock
     /// that one sample stands for (0 otherwise). See [`cpu_time_weight`].
     pub(crate) cpu_clock_period_ns: AtomicU64,
+    /// True when samples carry their thread ([`sample_tag`]): the table
+    /// key then includes the tid (profile.proto sessions).
+    pub(crate) label_threads: AtomicBool,
+    /// Wall-clock mode: the sampling period in ns, so the handler can tell
+    /// a running thread from a waiting one by its CPU clock (0 otherwise).
+    pub(crate) wall_period_ns: AtomicU64,
     /// Set by the handler when it sees a PC outside every known module.
     pub(crate) modules_stale: AtomicBool,
     /// Bumped (and futex-woken) to wake the control thread.
@@ -410,7 +432,25 @@ pub(crate) extern "C" fn on_profiling_signal(
             // both need it.
             let me = Me::now(sampler);
             if let Some(weight) = sample_weight(sampler, &me, info) {
-                take_sample(sampler, &me, ucontext, weight);
+                let wall_period = sampler.wall_period_ns.load(Ordering::Relaxed);
+                let state = if wall_period != 0 {
+                    wall_state(&me, wall_period, weight)
+                } else {
+                    0
+                };
+                let tag = if sampler.label_threads.load(Ordering::Relaxed) {
+                    sample_tag(me.tid, state)
+                } else {
+                    0
+                };
+                take_sample(sampler, &me, ucontext, weight, tag);
+                if wall_period != 0 {
+                    // After the sample: the handler's own CPU time is not
+                    // the thread's work.
+                    if let (Some(slot), Some(now)) = (me.slot, thread_cpu_ns()) {
+                        slot.cpu_mark.store(now.max(1), Ordering::Relaxed);
+                    }
+                }
             }
         }
     }
@@ -432,6 +472,75 @@ impl<'a> Me<'a> {
             tid,
             slot: sampler.thread_slot(tid),
         }
+    }
+}
+
+/// A sample's thread state (wall-clock mode): unknown, running, waiting.
+pub(crate) const STATE_UNKNOWN: u64 = 0;
+/// The thread was on CPU for at least a tenth of the wall time the sample
+/// stands for.
+pub(crate) const STATE_RUNNING: u64 = 1;
+/// The thread was on CPU for less than a tenth of it (blocked, sleeping,
+/// or never scheduled).
+pub(crate) const STATE_WAITING: u64 = 2;
+
+/// A sample's tag in the stack table: the tid in the low 32 bits, the
+/// state in the next 2 (the control side adds the thread's name index
+/// above, at the drain).
+pub(crate) fn sample_tag(tid: i32, state: u64) -> u64 {
+    u64::from(tid as u32) | (state & 3) << 32
+}
+
+/// The tid of a tag.
+pub(crate) fn tag_tid(tag: u64) -> i32 {
+    tag as u32 as i32
+}
+
+/// The state of a tag ([`STATE_UNKNOWN`], [`STATE_RUNNING`], [`STATE_WAITING`]).
+pub(crate) fn tag_state(tag: u64) -> u64 {
+    (tag >> 32) & 3
+}
+
+/// The calling thread's CPU time in ns (async-signal-safe).
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
+    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+        return None;
+    }
+    Some(
+        (now.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(now.tv_nsec as u64),
+    )
+}
+
+/// Wall-clock mode: was the thread on CPU during the `weight` periods this
+/// sample stands for? Running when its CPU clock advanced by at least a
+/// tenth of that wall time since the end of its last sample (or its
+/// arming), waiting otherwise; unknown without a mark. Not "advanced at
+/// all": a blocked thread's clock moves by the few microseconds of going
+/// back into its system call after each sample; and a tenth, not a half,
+/// so that a busy thread sharing an overloaded CPU still counts as running.
+fn wall_state(me: &Me, period_ns: u64, weight: u64) -> u64 {
+    let Some(slot) = me.slot else {
+        return STATE_UNKNOWN;
+    };
+    let mark = slot.cpu_mark.load(Ordering::Relaxed);
+    let Some(now) = thread_cpu_ns() else {
+        return STATE_UNKNOWN;
+    };
+    if mark == 0 || mark > now {
+        return STATE_UNKNOWN;
+    }
+    let wall = period_ns.saturating_mul(weight);
+    if (now - mark).saturating_mul(10) >= wall {
+        STATE_RUNNING
+    } else {
+        STATE_WAITING
     }
 }
 
@@ -473,17 +582,9 @@ fn cpu_time_weight(sampler: &Sampler, me: &Me, period: u64) -> Option<u64> {
     let Some(slot) = me.slot else {
         return Some(1);
     };
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+    let Some(now) = thread_cpu_ns() else {
         return Some(1);
-    }
-    let now = (now.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(now.tv_nsec as u64);
+    };
     let (mark, periods) = cpu_periods(slot.cpu_mark.load(Ordering::Relaxed), now, period);
     slot.cpu_mark.store(mark, Ordering::Relaxed);
     if periods == 0 {
@@ -522,7 +623,7 @@ unsafe fn si_overrun(info: &libc::siginfo_t) -> i32 {
     unsafe { (*(info as *const libc::siginfo_t as *const TimerSiginfo)).si_overrun }
 }
 
-fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64) {
+fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, tag: u64) {
     let stats = &sampler.stats;
     let filter = sampler.filter.load(Ordering::Acquire);
     if filter != 0 {
@@ -544,7 +645,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64) {
         let table = sampler
             .tables
             .get(sampler.active_table.load(Ordering::Acquire) & 1);
-        match table.map(|t| t.record(captured, weight)) {
+        match table.map(|t| t.record(captured, tag, weight)) {
             Some(Ok(())) => {
                 stats.samples.fetch_add(weight, Ordering::Relaxed);
             }

@@ -13,8 +13,8 @@ use std::sync::OnceLock;
 use crate::collector::existing_sampler;
 use crate::interpose::PTHREAD_CREATE;
 use crate::profiler::{control_tid, lock, Arming, THREADS};
-use crate::signal_path::{gettid, Sampler};
-use crate::timers;
+use crate::signal_path::{gettid, Sampler, ThreadSlot};
+use crate::timers::{self, Trigger};
 
 type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
 type PthreadCreate = unsafe extern "C" fn(
@@ -116,6 +116,9 @@ extern "C" fn on_thread_exit(value: *mut c_void) {
     let Some(sampler) = existing_sampler() else {
         return;
     };
+    if sampler.label_threads.load(Ordering::Relaxed) && sampler.running.load(Ordering::Relaxed) {
+        crate::thread_names::record_exit(tid);
+    }
     let threads = lock(&THREADS);
     if let Some(slot) = sampler.thread_slot(tid) {
         let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
@@ -160,6 +163,16 @@ fn arm_slot(sampler: &Sampler, arming: Arming, tid: i32) {
     // (ESRCH) and there is nothing to sample anyway.
     if let Ok(handle) = timers::arm_thread(arming.clock, tid, arming.period_ns, arming.signal) {
         slot.armed(handle);
+        mark_wall_start(slot, arming.clock, tid);
+    }
+}
+
+/// Wall-clock mode: the thread's CPU time at arming, from which its first
+/// sample tells running from waiting (see `signal_path::wall_state`).
+pub(crate) fn mark_wall_start(slot: &ThreadSlot, clock: Trigger, tid: i32) {
+    if clock == Trigger::WallClock {
+        slot.cpu_mark
+            .store(timers::thread_cpu_ns_of(tid).max(1), Ordering::Relaxed);
     }
 }
 

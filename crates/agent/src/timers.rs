@@ -14,8 +14,10 @@
 //! 3. **`setitimer(ITIMER_PROF)`**: one process-wide timer, as libprofiler
 //!    does; tick-bound.
 //!
-//! Realtime (wall-clock) mode uses one process-wide
-//! `timer_create(CLOCK_MONOTONIC)` timer.
+//! Realtime (wall-clock) mode gives every thread its own
+//! `timer_create(CLOCK_MONOTONIC)` timer (`SIGEV_THREAD_ID`, no
+//! descriptor), so each thread is sampled at the rate of wall time whether
+//! it runs or waits.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -32,7 +34,7 @@ pub(crate) enum Trigger {
     ThreadCpuTimer,
     /// `setitimer(ITIMER_PROF)`.
     ProcessItimer,
-    /// A process-wide wall-clock POSIX timer.
+    /// Per-thread wall-clock POSIX timers (`CLOCK_MONOTONIC`).
     WallClock,
 }
 
@@ -48,7 +50,7 @@ impl Trigger {
             } => "perf task-clock (user time only)",
             Trigger::ThreadCpuTimer => "per-thread POSIX CPU timers",
             Trigger::ProcessItimer => "setitimer(ITIMER_PROF)",
-            Trigger::WallClock => "wall-clock POSIX timer",
+            Trigger::WallClock => "per-thread wall-clock POSIX timers",
         }
     }
 
@@ -56,7 +58,7 @@ impl Trigger {
     pub(crate) fn per_thread(self) -> bool {
         matches!(
             self,
-            Trigger::PerfTaskClock { .. } | Trigger::ThreadCpuTimer
+            Trigger::PerfTaskClock { .. } | Trigger::ThreadCpuTimer | Trigger::WallClock
         )
     }
 }
@@ -377,7 +379,8 @@ pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) 
         Trigger::ThreadCpuTimer => {
             arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
         }
-        Trigger::ProcessItimer | Trigger::WallClock => Ok(u64::MAX),
+        Trigger::WallClock => arm_posix_timer(libc::CLOCK_MONOTONIC, Some(tid), period_ns, signal),
+        Trigger::ProcessItimer => Ok(u64::MAX),
     }
 }
 
@@ -514,15 +517,15 @@ pub(crate) fn disarm_process_itimer() {
     unsafe { libc::setitimer(libc::ITIMER_PROF, &zero, std::ptr::null_mut()) };
 }
 
-/// Arms the process-wide wall-clock timer; returns its handle.
-pub(crate) fn arm_wall_clock(period_ns: u64, signal: i32) -> io::Result<u64> {
-    arm_posix_timer(libc::CLOCK_MONOTONIC, None, period_ns, signal)
-}
-
-/// Deletes the wall-clock timer.
-pub(crate) fn disarm_wall_clock(handle: u64) {
-    if handle != u64::MAX {
-        // SAFETY: the handle came from arm_wall_clock.
-        unsafe { libc::timer_delete(handle as usize as libc::timer_t) };
+/// The CPU time of thread `tid` in ns (0 if it cannot be read).
+pub(crate) fn thread_cpu_ns_of(tid: i32) -> u64 {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a local.
+    if unsafe { libc::clock_gettime(thread_cpu_clock(tid), &mut now) } != 0 {
+        return 0;
     }
+    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
 }

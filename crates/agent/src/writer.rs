@@ -9,13 +9,20 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-/// Encodes a profile in native word size and byte order.
+use crate::collector::Stacks;
+
+/// Encodes a profile in native word size and byte order. Labels have no
+/// place in this format: samples that differ only by them are merged.
 pub(crate) fn encode(
     period_us: u64,
-    stacks: &FxHashMap<Vec<u64>, u64>,
+    samples: &Stacks,
     maps: &str,
     maps_seen: &[String],
 ) -> Vec<u8> {
+    let mut stacks: FxHashMap<&Vec<u64>, u64> = FxHashMap::default();
+    for (key, &count) in samples {
+        *stacks.entry(&key.stack).or_insert(0) += count;
+    }
     let words: usize = stacks.keys().map(|s| s.len() + 2).sum();
     let mut out = Vec::with_capacity((words + 8) * 8 + maps.len());
     let put = |out: &mut Vec<u8>, v: u64| out.extend_from_slice(&(v as usize).to_ne_bytes());
@@ -23,7 +30,7 @@ pub(crate) fn encode(
         put(&mut out, slot);
     }
     // Heaviest stacks first, then by PCs: deterministic output.
-    let mut records: Vec<(&Vec<u64>, u64)> = stacks.iter().map(|(s, &c)| (s, c)).collect();
+    let mut records: Vec<(&Vec<u64>, u64)> = stacks.iter().map(|(s, &c)| (*s, c)).collect();
     records.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     for (stack, count) in records {
         if stack.is_empty() || count == 0 {
@@ -38,20 +45,26 @@ pub(crate) fn encode(
     for slot in [0, 1, 0] {
         put(&mut out, slot);
     }
-    out.extend_from_slice(maps.as_bytes());
+    out.extend_from_slice(maps_with_unloaded(maps, maps_seen).as_bytes());
+    out
+}
+
+/// The text of `maps` (newline-terminated), followed by the lines of
+/// objects seen earlier in the session but unloaded since (dlclose) that
+/// no current mapping overlaps.
+pub(crate) fn maps_with_unloaded(maps: &str, maps_seen: &[String]) -> String {
+    let mut out = maps.to_string();
     if !maps.is_empty() && !maps.ends_with('\n') {
-        out.push(b'\n');
+        out.push('\n');
     }
-    // Objects seen earlier in the session but unloaded since (dlclose):
-    // keep their lines when no current mapping overlaps them.
     let current: Vec<(u64, u64)> = maps.lines().filter_map(range_of).collect();
     for line in maps_seen {
         if let Some((start, end)) = range_of(line) {
             let path = line.split_whitespace().nth(5).unwrap_or("");
             let overlaps = current.iter().any(|&(s, e)| start < e && s < end);
             if !overlaps && path.starts_with('/') {
-                out.extend_from_slice(line.as_bytes());
-                out.push(b'\n');
+                out.push_str(line);
+                out.push('\n');
             }
         }
     }
@@ -115,11 +128,25 @@ pub(crate) fn prepare(path: &str) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::collector::SampleKey;
 
     #[test]
     fn encodes_the_documented_layout() {
-        let mut stacks = FxHashMap::default();
-        stacks.insert(vec![0x1000, 0x2000], 3);
+        let mut stacks = Stacks::default();
+        stacks.insert(
+            SampleKey {
+                stack: vec![0x1000, 0x2000],
+                labels: 7,
+            },
+            1,
+        );
+        stacks.insert(
+            SampleKey {
+                stack: vec![0x1000, 0x2000],
+                labels: 9,
+            },
+            2,
+        );
         let maps = "00400000-00401000 r-xp 00000000 08:01 1 /bin/x\n";
         let bytes = encode(10_000, &stacks, maps, &[]);
         let words: Vec<u64> = bytes[..10 * 8]
@@ -135,7 +162,7 @@ mod tests {
 
     #[test]
     fn keeps_unloaded_objects_only() {
-        let stacks = FxHashMap::default();
+        let stacks = Stacks::default();
         let maps = "1000-2000 r-xp 00000000 08:01 1 /lib/a.so\n";
         let seen = vec![
             "1000-2000 r-xp 00000000 08:01 1 /lib/a.so".to_string(),

@@ -1,0 +1,1 @@
+//! Writing the profile when the program crashes (see `install`).
