@@ -11,7 +11,7 @@ use memmap2::Mmap;
 use object::{Object, ObjectSection, ObjectSegment, ObjectSymbol, ObjectSymbolTable};
 use rustc_hash::FxHashMap;
 
-use crate::debugfile::{find_alt_file, find_debug_file, has_dwarf, hex};
+use crate::debugfile::{find_alt_file, find_debug_file, has_dwarf, hex, open_debug_file};
 use crate::{demangle, Error, Options, Warning};
 
 /// The bytes of a file: memory-mapped, or owned (files parsed from memory).
@@ -202,16 +202,37 @@ impl Binary {
             path: path.to_path_buf(),
             source,
         })?;
-        Binary::from_bytes(path, data, options)
+        Binary::from_bytes(path, data, options, None)
+    }
+
+    /// Opens the ELF file at `path` with `debug_file` as its separate
+    /// debug file (one fetched from a debuginfod server), when the file has
+    /// no DWARF itself and `debug_file` has DWARF and the same build id;
+    /// else as [`Binary::open`] does.
+    pub fn open_with_debug_file(
+        path: &Path,
+        debug_file: &Path,
+        options: &Options,
+    ) -> Result<Binary, Error> {
+        let data = map_file(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        Binary::from_bytes(path, data, options, Some(debug_file))
     }
 
     /// Parses an ELF file held in memory; `path` names it in messages and
     /// locates its separate debug file.
     pub fn parse(path: &Path, data: Vec<u8>, options: &Options) -> Result<Binary, Error> {
-        Binary::from_bytes(path, Bytes::Owned(data), options)
+        Binary::from_bytes(path, Bytes::Owned(data), options, None)
     }
 
-    fn from_bytes(path: &Path, data: Bytes, options: &Options) -> Result<Binary, Error> {
+    fn from_bytes(
+        path: &Path,
+        data: Bytes,
+        options: &Options,
+        debug_file: Option<&Path>,
+    ) -> Result<Binary, Error> {
         let parse_error = |message: String| Error::Parse {
             path: path.to_path_buf(),
             message,
@@ -280,8 +301,11 @@ impl Binary {
         let main_has_dwarf = has_dwarf(&file);
         let mut debug = None;
         if !main_has_dwarf {
-            let debuglink = file.gnu_debuglink().ok().flatten();
-            debug = find_debug_file(path, build_id_bytes, debuglink, &options.debug_dirs);
+            debug = debug_file.and_then(|d| open_debug_file(d, path, build_id_bytes));
+            if debug.is_none() {
+                let debuglink = file.gnu_debuglink().ok().flatten();
+                debug = find_debug_file(path, build_id_bytes, debuglink, &options.debug_dirs);
+            }
         }
         let debug = debug.filter(|found| match object::File::parse(&*found.data) {
             Ok(_) => true,

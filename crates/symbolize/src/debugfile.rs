@@ -171,6 +171,21 @@ pub(crate) fn find_debug_file(
     None
 }
 
+/// `candidate` as the debug file of the binary at `path`: when it holds
+/// DWARF and has the binary's build id (or either has none).
+pub(crate) fn open_debug_file(
+    candidate: &Path,
+    path: &Path,
+    build_id: Option<&[u8]>,
+) -> Option<Found> {
+    let accept =
+        |file: &object::File<'_>, _: &[u8]| match (build_id, file.build_id().ok().flatten()) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+    try_candidate(candidate, path, &accept)
+}
+
 /// The supplementary (dwz) file named by `.gnu_debugaltlink` in the file
 /// at `debug_path`.
 pub(crate) fn find_alt_file(

@@ -13,6 +13,10 @@
 //!   each [`Mapping`](cpuprof_profile::Mapping) (the binaries named by the
 //!   user first, then the mapped files on disk) and caching the binaries it
 //!   opened. [`symbolize`] is the one-shot form.
+//! - [`debuginfod`]: executables, debug files and sources fetched by
+//!   build id from debuginfod servers (`DEBUGINFOD_URLS`), with elfutils'
+//!   cache; the [`Symbolizer`] asks it for mappings whose file is missing,
+//!   has another build id, or has no debug information.
 //! - [`demangle`]: C++ and Rust (legacy and v0) demangling, and the short
 //!   names pprof shows by default.
 //!
@@ -24,6 +28,7 @@
 mod binary;
 mod crc32;
 mod debugfile;
+pub mod debuginfod;
 pub mod demangle;
 mod symbolizer;
 mod vdso;
@@ -54,6 +59,11 @@ pub struct Options {
     /// false each location gets only its real (outermost) function, at the
     /// line of the call that was inlined.
     pub inlines: bool,
+    /// Where files missing here are fetched by build id: the mapped file
+    /// when it is missing or has another build id than the mapping, its
+    /// debug information when it has none. Default: none (the CLI uses
+    /// [`debuginfod::Debuginfod::from_env`]).
+    pub debuginfod: Option<debuginfod::Debuginfod>,
 }
 
 impl Default for Options {
@@ -63,6 +73,7 @@ impl Default for Options {
             debug_dirs: vec![PathBuf::from("/usr/lib/debug")],
             demangle: true,
             inlines: true,
+            debuginfod: None,
         }
     }
 }

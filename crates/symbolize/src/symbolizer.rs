@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
 use crate::binary::Binary;
+use crate::debuginfod::{normalize_build_id, Artifact};
 use crate::{demangle, Options, Warning};
 
 /// What [`Symbolizer::choose_binaries`] found: the binary of each mapping,
@@ -33,6 +34,9 @@ enum Opened {
 pub struct Symbolizer {
     options: Options,
     cache: Mutex<FxHashMap<PathBuf, Opened>>,
+    /// Binaries made of files fetched from debuginfod, by what was asked
+    /// (`executable ID`, `debuginfo ID PATH`); None when nothing came.
+    fetched: Mutex<FxHashMap<String, Option<Arc<Binary>>>>,
 }
 
 /// Symbolizes `profile` with a fresh [`Symbolizer`]: see
@@ -68,6 +72,7 @@ impl Symbolizer {
         Symbolizer {
             options,
             cache: Mutex::new(FxHashMap::default()),
+            fetched: Mutex::new(FxHashMap::default()),
         }
     }
 
@@ -124,7 +129,7 @@ impl Symbolizer {
 
         let work: Vec<usize> = pending.iter().map(Vec::len).collect();
         let (sources, named, chosen_warnings) =
-            self.choose_binaries(profile, &work, !unmapped.is_empty());
+            self.choose_binaries(profile, &work, !unmapped.is_empty(), true);
         warnings.extend(chosen_warnings);
 
         // Batches: the addresses of each binary, as file addresses.
@@ -246,6 +251,9 @@ impl Symbolizer {
                 }
             }
         }
+        if let Some(client) = &self.options.debuginfod {
+            warnings.extend(client.take_warning());
+        }
         warnings
     }
 
@@ -259,15 +267,23 @@ impl Symbolizer {
     /// link-time addresses).
     pub fn binaries_for(&self, profile: &Profile) -> Vec<Option<Arc<Binary>>> {
         let work = vec![1; profile.mappings.len()];
-        self.choose_binaries(profile, &work, false).0
+        self.choose_binaries(profile, &work, false, false).0
     }
 
     /// [`Symbolizer::binaries_for`] for the mappings with `work` (how many
     /// addresses each has to resolve),
     /// with the named binaries as opened and the warnings: named binaries
     /// that cannot be used or match no mapping (unless `has_unmapped`
-    /// addresses may be theirs), mismatched or missing mapped files.
-    fn choose_binaries(&self, profile: &Profile, work: &[usize], has_unmapped: bool) -> Chosen {
+    /// addresses may be theirs), mismatched or missing mapped files. Files
+    /// are asked of debuginfod when `fetch`; else only those fetched
+    /// before are used.
+    fn choose_binaries(
+        &self,
+        profile: &Profile,
+        work: &[usize],
+        has_unmapped: bool,
+        fetch: bool,
+    ) -> Chosen {
         // The binaries named by the user.
         let named: Vec<(PathBuf, Opened)> = self
             .options
@@ -348,16 +364,43 @@ impl Symbolizer {
                 Opened::Binary(binary) => match mismatch(binary, mapping) {
                     None => sources[t] = Some(binary.clone()),
                     Some(why) => {
+                        // Never the names of another build: the server's
+                        // file, else addresses.
+                        sources[t] = self.fetch_binary(mapping, fetch);
                         if !failure_reported.contains(&mapping.path.as_str()) {
-                            warnings.push(Warning::new(format!(
-                                "{}: the file on disk does not match the profile's mapping ({why}); its addresses stay unsymbolized",
-                                mapping.path
-                            )));
+                            let consequence = if sources[t].is_some() {
+                                "using the debuginfod server's copy"
+                            } else {
+                                "not using it"
+                            };
+                            let message = match binary.build_id() {
+                                Some(id) if !mapping.build_id.eq_ignore_ascii_case(&id) => {
+                                    format!(
+                                        "{}: build id {} in the profile, {id} on disk; {consequence}",
+                                        mapping.path,
+                                        mapping.build_id.to_ascii_lowercase()
+                                    )
+                                }
+                                _ => format!(
+                                    "{}: the file on disk does not match the profile's mapping ({why}); {}",
+                                    mapping.path,
+                                    if sources[t].is_some() {
+                                        consequence
+                                    } else {
+                                        "its addresses stay unsymbolized"
+                                    }
+                                ),
+                            };
+                            warnings.push(Warning::new(message));
                             failure_reported.push(&mapping.path);
                         }
                     }
                 },
                 Opened::Failed { not_found, message } => {
+                    if let Some(binary) = self.fetch_binary(mapping, fetch) {
+                        sources[t] = Some(binary);
+                        continue;
+                    }
                     if !failure_reported.contains(&mapping.path.as_str()) {
                         let count: usize = profile
                             .mappings
@@ -381,6 +424,20 @@ impl Symbolizer {
             }
         }
 
+        // Files without debug information: their debug file from
+        // debuginfod, by the mapping's build id (or the file's).
+        if self.options.debuginfod.is_some() {
+            for (t, mapping) in profile.mappings.iter().enumerate() {
+                let Some(binary) = &sources[t] else { continue };
+                if work[t] == 0 || binary.has_debug_info() || !is_file_path(&mapping.path) {
+                    continue;
+                }
+                if let Some(better) = self.with_fetched_debuginfo(binary, mapping, fetch) {
+                    sources[t] = Some(better);
+                }
+            }
+        }
+
         // The vDSO has no file: this process's names a profile recorded
         // on this machine (same kernel, same image size).
         for (t, mapping) in profile.mappings.iter().enumerate() {
@@ -390,6 +447,82 @@ impl Symbolizer {
         }
 
         (sources, named, warnings)
+    }
+
+    /// A binary from debuginfod for `mapping`, by its build id: the
+    /// executable (with its debug file when it has no DWARF), else the
+    /// debug file alone; only one that can serve the mapping. Fetched at
+    /// most once per build id; without `fetch`, only what was fetched.
+    fn fetch_binary(&self, mapping: &Mapping, fetch: bool) -> Option<Arc<Binary>> {
+        let client = self.options.debuginfod.as_ref()?;
+        let id = normalize_build_id(&mapping.build_id)?;
+        let key = format!("executable {id}");
+        let cached = self.fetched.lock().ok()?.get(&key).cloned();
+        let binary = match cached {
+            Some(binary) => binary,
+            None if !fetch => return None,
+            None => {
+                let binary = match client.fetch(&id, Artifact::Executable) {
+                    Some(executable) => match Binary::open(&executable, &self.options) {
+                        Ok(b) if b.has_debug_info() => Some(Arc::new(b)),
+                        Ok(b) => {
+                            let with_debug =
+                                client.fetch(&id, Artifact::Debuginfo).and_then(|debug| {
+                                    Binary::open_with_debug_file(&executable, &debug, &self.options)
+                                        .ok()
+                                });
+                            Some(Arc::new(with_debug.unwrap_or(b)))
+                        }
+                        Err(_) => None,
+                    },
+                    None => client
+                        .fetch(&id, Artifact::Debuginfo)
+                        .and_then(|debug| Binary::open(&debug, &self.options).ok())
+                        .map(Arc::new),
+                };
+                if let Ok(mut fetched) = self.fetched.lock() {
+                    fetched.insert(key, binary.clone());
+                }
+                binary
+            }
+        };
+        binary.filter(|b| mismatch(b, mapping).is_none())
+    }
+
+    /// `binary` (without DWARF) with its debug file from debuginfod, by
+    /// the mapping's build id or else the file's.
+    fn with_fetched_debuginfo(
+        &self,
+        binary: &Arc<Binary>,
+        mapping: &Mapping,
+        fetch: bool,
+    ) -> Option<Arc<Binary>> {
+        let client = self.options.debuginfod.as_ref()?;
+        let id = if mapping.build_id.is_empty() {
+            binary.build_id()?
+        } else {
+            mapping.build_id.clone()
+        };
+        let id = normalize_build_id(&id)?;
+        let key = format!("debuginfo {id} {}", binary.path().display());
+        let cached = self.fetched.lock().ok()?.get(&key).cloned();
+        match cached {
+            Some(better) => better,
+            None if !fetch => None,
+            None => {
+                let better = client
+                    .fetch(&id, Artifact::Debuginfo)
+                    .and_then(|debug| {
+                        Binary::open_with_debug_file(binary.path(), &debug, &self.options).ok()
+                    })
+                    .filter(Binary::has_debug_info)
+                    .map(Arc::new);
+                if let Ok(mut fetched) = self.fetched.lock() {
+                    fetched.insert(key, better.clone());
+                }
+                better
+            }
+        }
     }
 
     /// The mappings `binary` (named by the user as `path`) serves: those

@@ -313,6 +313,21 @@ fn named_binary_serves_mapping_by_name_or_as_main_executable() {
     }
 }
 
+/// The GNU build id of `path` as `readelf -n` prints it.
+fn binary_build_id(path: &std::path::Path) -> String {
+    let out = std::process::Command::new("readelf")
+        .arg("-n")
+        .arg(path)
+        .output()
+        .expect("readelf");
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .find_map(|l| l.trim().strip_prefix("Build ID: "))
+        .unwrap_or_else(|| panic!("no build id in readelf -n {}:\n{text}", path.display()))
+        .trim()
+        .to_string()
+}
+
 #[test]
 fn binary_with_other_build_id_is_not_used() {
     let dir = tempfile::tempdir().unwrap();
@@ -336,9 +351,19 @@ fn binary_with_other_build_id_is_not_used() {
     );
     assert!(!warnings.is_empty());
     assert!(
-        warnings
-            .iter()
-            .all(|w| w.message.contains("does not match") && w.message.contains("build id")),
+        warnings.iter().all(|w| w.message.contains("does not match")
+            && w.message.contains("build id")
+            || w.message.contains(" in the profile, ")),
+        "{warnings:?}"
+    );
+    // The mapped file (the same program, on disk): one line naming both
+    // build ids.
+    let on_disk = binary_build_id(&program);
+    assert!(
+        warnings.iter().any(|w| w.message
+            == format!(
+                "{path}: build id 00112233445566778899aabbccddeeff00112233 in the profile, {on_disk} on disk; not using it"
+            )),
         "{warnings:?}"
     );
     // Reported once per binary and mapped file, not per mapping.
