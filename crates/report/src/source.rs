@@ -10,10 +10,16 @@
 //! absolute path is not found: the search directories are tried with the
 //! path's trailing components (`a/b/c.c`, `b/c.c`, `c.c`), so that a
 //! moved tree is found again without working out the prefix to trim.
+//! A file found nowhere may still be fetched ([`SourceFiles::fetch_with`]:
+//! the CLI asks debuginfod's `/buildid/ID/source/PATH`).
 
 use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap;
+
+/// Fetches a source file that is not on this machine: the DWARF path to a
+/// local copy (e.g. from a debuginfod server), None when it cannot.
+pub type SourceFetcher = Box<dyn FnMut(&str) -> Option<PathBuf>>;
 
 /// Where to look for source files, and the files read so far.
 #[derive(Debug, Default)]
@@ -26,6 +32,17 @@ pub struct SourceFiles {
     /// Lines of each file read, by the path DWARF gave; None when it was
     /// not found.
     cache: FxHashMap<String, Option<Vec<String>>>,
+    /// The last resort for files not found.
+    fetcher: Fetcher,
+}
+
+#[derive(Default)]
+struct Fetcher(Option<SourceFetcher>);
+
+impl std::fmt::Debug for Fetcher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() { "Some(..)" } else { "None" })
+    }
 }
 
 impl SourceFiles {
@@ -43,14 +60,26 @@ impl SourceFiles {
             search: split(source_path).into_iter().map(PathBuf::from).collect(),
             trim: split(trim_path),
             cache: FxHashMap::default(),
+            fetcher: Fetcher(None),
         }
+    }
+
+    /// The same search, with `fetcher` asked for the files it does not
+    /// find.
+    pub fn fetch_with(mut self, fetcher: SourceFetcher) -> SourceFiles {
+        self.fetcher = Fetcher(Some(fetcher));
+        self
     }
 
     /// The lines of the source file DWARF calls `path` (without line
     /// terminators), or None when it cannot be found.
     pub fn lines(&mut self, path: &str) -> Option<&[String]> {
         if !self.cache.contains_key(path) {
-            let lines = self.locate(path).and_then(|found| {
+            let found = self.locate(path).or_else(|| {
+                let fetch = self.fetcher.0.as_mut()?;
+                fetch(path)
+            });
+            let lines = found.and_then(|found| {
                 let bytes = std::fs::read(found).ok()?;
                 let text = String::from_utf8_lossy(&bytes);
                 Some(
@@ -168,6 +197,23 @@ mod tests {
         // Nothing to find.
         assert_eq!(files.locate("/elsewhere/x/src/b.c"), None);
         assert_eq!(files.locate(""), None);
+        // What is found nowhere is asked of the fetcher, once per path.
+        let cache = tempfile::tempdir().unwrap();
+        let copy = cache.path().join("source##gone##fetched.c");
+        std::fs::write(&copy, "int fetched;\n").unwrap();
+        let asked = std::rc::Rc::new(std::cell::RefCell::new(Vec::new()));
+        let log = asked.clone();
+        let mut files = SourceFiles::new(Some(search), None).fetch_with(Box::new(move |p| {
+            log.borrow_mut().push(p.to_string());
+            (p == "/gone/fetched.c").then(|| copy.clone())
+        }));
+        assert_eq!(
+            files.lines("/gone/fetched.c"),
+            Some(&["int fetched;".to_string()][..])
+        );
+        assert_eq!(files.lines("/gone/other.c"), None);
+        assert_eq!(files.lines("/gone/other.c"), None);
+        assert_eq!(*asked.borrow(), ["/gone/fetched.c", "/gone/other.c"]);
     }
 
     #[test]
