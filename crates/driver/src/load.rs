@@ -51,12 +51,17 @@ pub struct Loader {
 
 impl Loader {
     /// A loader for profiles of `binaries` (those of `options`), which
-    /// symbolizes them with `options` when `symbolize`.
+    /// symbolizes them with `options` when `symbolize`; files missing here
+    /// come from the debuginfod servers of `DEBUGINFOD_URLS` unless
+    /// `options` names a client.
     pub fn new(
         epoch: Option<String>,
-        options: cpuprof_symbolize::Options,
+        mut options: cpuprof_symbolize::Options,
         symbolize: bool,
     ) -> Loader {
+        if options.debuginfod.is_none() && symbolize {
+            options.debuginfod = cpuprof_symbolize::debuginfod::Debuginfod::from_env();
+        }
         let binaries = &options.binaries;
         let target = binaries.first().and_then(|b| {
             let mut ident = [0u8; 6];
@@ -164,6 +169,50 @@ impl Loader {
         let (format, profile) = self.read_data(name, data, None)?;
         self.finish(format, profile)
     }
+}
+
+/// The fetcher of sources not found here, for listings of `profile`:
+/// debuginfod's `/buildid/ID/source/PATH`, with the build ids of the
+/// mappings whose locations name PATH. None without a debuginfod client.
+pub fn source_fetcher(
+    symbolizer: &cpuprof_symbolize::Symbolizer,
+    profile: &Profile,
+) -> Option<cpuprof_report::source::SourceFetcher> {
+    let client = symbolizer.options().debuginfod.clone()?;
+    let mut ids: rustc_hash::FxHashMap<String, Vec<String>> = Default::default();
+    for location in &profile.locations {
+        let Some(mapping) = location
+            .mapping
+            .and_then(|m| profile.mappings.get(m.index()))
+        else {
+            continue;
+        };
+        if mapping.build_id.is_empty() {
+            continue;
+        }
+        for line in &location.lines {
+            let file = &profile.function(line.function).filename;
+            if !file.starts_with('/') {
+                continue;
+            }
+            let list = ids.entry(file.clone()).or_default();
+            if !list.contains(&mapping.build_id) {
+                list.push(mapping.build_id.clone());
+            }
+        }
+    }
+    Some(Box::new(move |path: &str| {
+        let found = ids
+            .get(path)?
+            .iter()
+            .find_map(|id| client.fetch(id, cpuprof_symbolize::debuginfod::Artifact::Source(path)));
+        if found.is_none() {
+            if let Some(warning) = client.take_warning() {
+                eprintln!("cpuprof: warning: {warning}");
+            }
+        }
+        found
+    }))
 }
 
 /// Drops the whole pages of `bytes`, a part of a read-only private file

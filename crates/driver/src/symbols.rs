@@ -47,6 +47,7 @@ pub fn write(
         ..cpuprof_symbolize::Options::default()
     };
     options.debug_dirs.extend(debug_dirs.iter().cloned());
+    options.debuginfod = cpuprof_symbolize::debuginfod::Debuginfod::from_env();
     for warning in cpuprof_symbolize::symbolize(&mut profile, &options) {
         eprintln!("cpuprof: warning: {warning}");
     }
