@@ -54,6 +54,16 @@ struct Session {
     last_flush: Instant,
     /// The signal samples arrive on, and what to check it against.
     owner: SignalOwner,
+    /// The file and its temporary name, NUL-terminated, for the crash
+    /// path (which may not allocate).
+    crash_names: Option<(std::ffi::CString, std::ffi::CString)>,
+}
+
+fn crash_names(path: &str) -> Option<(std::ffi::CString, std::ffi::CString)> {
+    Some((
+        std::ffi::CString::new(path).ok()?,
+        std::ffi::CString::new(writer::temporary_name(path)).ok()?,
+    ))
 }
 
 /// Watches the sampling signal for a handler the program installs over
@@ -340,6 +350,7 @@ fn start_locked(
     };
     control.session = Some(Session {
         owner,
+        crash_names: path.and_then(crash_names),
         id: SESSION_IDS.fetch_add(1, Ordering::Relaxed) + 1,
         execs_in_progress: 0,
         path: path.unwrap_or_default().to_string(),
@@ -759,6 +770,114 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
     }
 }
 
+/// In a crash signal handler ([`crate::crash`]): writes the running
+/// session's profile in gperftools' format, from the samples drained so
+/// far and those still in the stack tables, read in place.
+/// Async-signal-safe: a bounded `try_lock` of [`CONTROL`] (never a
+/// blocking lock), no allocation, `open`/`read`/`write`/`rename`/`close`.
+pub(crate) fn write_after_crash() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } != session_pid() {
+        // A vfork child shares its parent's memory: leave it alone.
+        return;
+    }
+    let was_running = sampler.running.swap(false, Ordering::AcqRel);
+    let me = gettid();
+    let mut guard = None;
+    for _ in 0..2000 {
+        match CONTROL.try_lock() {
+            Ok(held) => guard = Some(held),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => guard = Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => {
+                if me == CONTROL_TID.load(Ordering::Acquire) {
+                    // The control thread crashed holding it.
+                    break;
+                }
+                let pause = libc::timespec {
+                    tv_sec: 0,
+                    tv_nsec: 1_000_000,
+                };
+                // SAFETY: nanosleep is async-signal-safe.
+                unsafe { libc::nanosleep(&pause, std::ptr::null_mut()) };
+                continue;
+            }
+        }
+        break;
+    }
+    if let Some(control) = guard.as_ref() {
+        if let Some(session) = control
+            .session
+            .as_ref()
+            .filter(|s| !s.internal && s.execs_in_progress == 0)
+        {
+            write_crash_file(sampler, session);
+        }
+    }
+    drop(guard);
+    // The program's handler may yet recover (see crash::on_crash_signal).
+    sampler.running.store(was_running, Ordering::Release);
+}
+
+fn write_crash_file(sampler: &Sampler, session: &Session) {
+    let Some((path, temporary)) = session.crash_names.as_ref() else {
+        return;
+    };
+    let Some(mut file) = crate::crash::RawFile::create(temporary.as_bytes_with_nul()) else {
+        return;
+    };
+    for word in [0, 3, 0, header_period_us(sampler, session), 0] {
+        file.word(word);
+    }
+    for (key, &count) in &session.stacks {
+        if count > 0 && !key.stack.is_empty() {
+            file.word(count);
+            file.word(key.stack.len() as u64);
+            for &pc in &key.stack {
+                file.word(pc);
+            }
+        }
+    }
+    // Not drained yet: read in place (no drain runs, we hold CONTROL).
+    for table in &sampler.tables {
+        for entry in table.entries.iter() {
+            if entry.hash.load(Ordering::Acquire) < 2 {
+                continue;
+            }
+            let count = entry.count.load(Ordering::Relaxed);
+            let len = entry.len.load(Ordering::Relaxed) as usize;
+            let offset = entry.offset.load(Ordering::Relaxed) as usize;
+            let Some(pcs) = offset
+                .checked_add(len)
+                .and_then(|end| table.pcs.get(offset..end))
+            else {
+                continue;
+            };
+            if count > 0 && len > 0 {
+                file.word(count);
+                file.word(len as u64);
+                for pc in pcs {
+                    file.word(pc.load(Ordering::Relaxed));
+                }
+            }
+        }
+    }
+    for word in [0, 1, 0] {
+        file.word(word);
+    }
+    file.copy_file(b"/proc/self/maps\0");
+    // SAFETY: NUL-terminated names; rename and unlink are async-signal-safe.
+    unsafe {
+        if file.finish() {
+            libc::rename(temporary.as_ptr(), path.as_ptr());
+        } else {
+            libc::unlink(temporary.as_ptr());
+        }
+    }
+}
+
 /// The period to write in the header: the one asked for, except with the
 /// process-wide itimer, which fires on kernel ticks: there it is measured
 /// (CPU time per interrupt) when that is clearly longer.
@@ -943,6 +1062,7 @@ fn install_once_hooks() {
         for signal in TERMINATION_SIGNALS {
             install_termination_handler(signal);
         }
+        crate::crash::install();
     });
 }
 
@@ -1314,6 +1434,7 @@ extern "C" fn fork_child() {
     session.evictions = 0;
     session.execs_in_progress = 0;
     session.path = format!("{}_{}", session.path, std::process::id());
+    session.crash_names = crash_names(&session.path);
     session.start_process_cpu_ns = process_cpu_ns();
     session.last_flush = Instant::now();
     let period_ns = session.settings.period_ns();

@@ -306,6 +306,8 @@ pub(crate) fn guard_signal_queue(sampler: &Sampler) {
 /// blocked, through libc's `pthread_create` directly.
 pub(crate) fn spawn_internal(main: StartRoutine) -> Result<(), ()> {
     let real = real_pthread_create().ok_or(())?;
+    // While the process may still be single-threaded: see the function.
+    timers::grow_descriptor_table();
     // SAFETY: signal masks of the calling thread, restored below; a
     // detached thread whose routine takes no argument.
     unsafe {

@@ -124,8 +124,7 @@ pub(crate) fn perf_fd_budget() -> usize {
 /// program uses first, and closes the original. On failure `fd` is closed
 /// too.
 pub(crate) fn move_high(fd: i32) -> io::Result<i32> {
-    let top = nofile_limit().min(1 << 16);
-    let floor = top.saturating_sub(256).max(3) as i32;
+    let floor = high_floor();
     if fd >= floor {
         return Ok(fd);
     }
@@ -139,6 +138,41 @@ pub(crate) fn move_high(fd: i32) -> io::Result<i32> {
         } else {
             Ok(high)
         }
+    }
+}
+
+/// The lowest number [`move_high`] moves descriptors to.
+fn high_floor() -> i32 {
+    let top = nofile_limit().min(1 << 16);
+    top.saturating_sub(256).max(3) as i32
+}
+
+/// Grows the process's descriptor table up to [`move_high`]'s range
+/// before the agent starts a thread of its own. The kernel grows a table
+/// that several threads share only after an RCU grace period
+/// (`expand_fdtable` calls `synchronize_rcu`): 7–12 ms of waiting on our
+/// 2-core VM, which every short process under the agent paid when its
+/// first perf event moved high after the control thread existed (200
+/// pyenv-style shims: 1.0 s → 3.2 s). Single-threaded, as in the
+/// `LD_PRELOAD` constructor and a forked child, it costs microseconds,
+/// and the table never shrinks. Best effort: on failure `move_high` just
+/// pays later.
+pub(crate) fn grow_descriptor_table() {
+    let floor = high_floor();
+    // SAFETY: opening, duplicating and closing descriptors we own.
+    unsafe {
+        let fd = libc::open(
+            c"/".as_ptr(),
+            libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
+        );
+        if fd < 0 {
+            return;
+        }
+        let high = libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, floor);
+        if high >= 0 {
+            libc::close(high);
+        }
+        libc::close(fd);
     }
 }
 

@@ -83,7 +83,7 @@ fn range_of(line: &str) -> Option<(u64, u64)> {
 /// The temporary name a profile is written under before it is renamed to
 /// `path`: in the same directory (rename is atomic only within one file
 /// system), and per process (a forked child never writes its parent's).
-fn temporary_name(path: &str) -> String {
+pub(crate) fn temporary_name(path: &str) -> String {
     format!("{path}.{}.tmp", std::process::id())
 }
 
