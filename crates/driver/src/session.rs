@@ -648,10 +648,14 @@ impl RenderContext<'_> {
     }
 
     fn source_files(&self) -> SourceFiles {
-        SourceFiles::new(
+        let files = SourceFiles::new(
             self.cx.config.text("source_path"),
             self.cx.config.text("trim_path"),
-        )
+        );
+        match crate::load::source_fetcher(self.cx.session.symbolizer(), self.profile) {
+            Some(fetcher) => files.fetch_with(fetcher),
+            None => files,
+        }
     }
 
     /// The flame graph: HTML, or SVG when the argument or the output
