@@ -7,9 +7,12 @@ use std::process::Command;
 
 use cpuprof_testkit::run_stdout;
 
-/// The `cpuprof` binary under test.
+/// The `cpuprof` binary under test (never asking the debuginfod servers
+/// of the environment: Debian's profile.d names one on the internet).
 pub fn cpuprof() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_cpuprof"))
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cpuprof"));
+    cmd.env_remove("DEBUGINFOD_URLS");
+    cmd
 }
 
 /// `cpuprof report ARGS INPUTS`'s standard output; the run must succeed.
