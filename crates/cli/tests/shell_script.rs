@@ -340,6 +340,7 @@ fn probe(name: &str, kind: Kind, dir: &Path) -> (&'static str, String) {
                 Kind::Regex => "burn_b|recurse".into(),
                 Kind::Level => "99".into(),
                 Kind::Text => "x".into(),
+                Kind::TagFilter => "worker=a".into(),
                 Kind::Choice(choices) => choices[choices.len() - 1].into(),
             },
         ),
@@ -386,6 +387,10 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
                     | "noinlines"
                     | "layout"
                     | "nodefraction"
+                    // spin's samples have no labels to ignore or hide.
+                    | "tagignore"
+                    | "tagshow"
+                    | "taghide"
             )
         {
             assert_ne!(cli, default, "{given} changed nothing in {command}");

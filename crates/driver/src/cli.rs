@@ -202,6 +202,7 @@ mod tests {
                 Kind::Text => "x:y",
                 Kind::Choice(choices) => choices[choices.len() - 1],
                 Kind::Level => "99",
+                Kind::TagFilter => "worker=a,b",
             };
             let flag = format!("--{}={value}", s.name);
             let parsed = parse(&[&flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));

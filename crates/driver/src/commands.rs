@@ -13,6 +13,8 @@ pub enum Output {
     Peek,
     /// Every distinct stack.
     Traces,
+    /// The labels' keys and values with their shares.
+    Tags,
     /// Annotated source.
     List,
     /// Annotated disassembly.
@@ -224,6 +226,9 @@ pub static COMMANDS: &[CommandDef] = &[
     command!("traces", [], O::Traces, false, Flag::Switch,
         "Every distinct stack with its value, leaf first",
         "[focus_regex]* [-ignore_regex]* [> file]"),
+    command!("tags", [], O::Tags, false, Flag::Switch,
+        "The sample labels: each key's values with their values and shares (Go pprof's -tags)",
+        "[focus_regex]* [-ignore_regex]* [> file]"),
     command!("list", [], O::List, true, Flag::Regex,
         "Annotated source of the functions matching a regex",
         "func_regex [focus_regex]* [-ignore_regex]* [> file]"),
@@ -292,7 +297,7 @@ pub const SHELL_WORDS: &[(&str, &str)] = &[
     ),
     (
         ":",
-        "Clear every filter (focus, ignore, hide, show, show_from)",
+        "Clear every filter (focus, ignore, hide, show, show_from, tagfocus, tagignore, tagshow, taghide)",
     ),
     ("quit", "Leave the shell (also: exit, q, Ctrl-D)"),
 ];

@@ -557,8 +557,14 @@ impl RenderContext<'_> {
                 cpuprof_report::tree::write_peek(out, stacks, &graph, options, &re)?;
             }
             Output::Traces => {
-                cpuprof_report::traces::write(out, stacks, &session.program_name())?;
+                cpuprof_report::traces::write_labelled(
+                    out,
+                    stacks,
+                    &session.program_name(),
+                    &options.tags,
+                )?;
             }
+            Output::Tags => cpuprof_report::tags::write(out, stacks, &options.tags)?,
             Output::List => {
                 let re = self.cx.regex()?;
                 let mut listings = listing::listings(stacks, &re, options.full_names);
@@ -613,6 +619,13 @@ impl RenderContext<'_> {
                     options,
                 )?;
             }
+            // The label options write the samples they keep, their labels
+            // and pseudo-frames (as Go pprof's -proto); other filters do
+            // not change the profile written.
+            Output::Proto if options.tags.any() => cpuprof_profile::proto::write(
+                &cpuprof_report::filtered::labelled_profile(stacks, &options.tags),
+                out,
+            )?,
             Output::Proto => cpuprof_profile::proto::write(profile, out)?,
             Output::Comments => {
                 for comment in &profile.comments {

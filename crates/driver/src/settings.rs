@@ -13,6 +13,7 @@ use std::fmt;
 
 use anyhow::{bail, Result};
 use cpuprof_profile::Profile;
+use cpuprof_report::tags::{parse_keys, TagFilter, TagOptions};
 use cpuprof_report::{Granularity, Options};
 use regex::Regex;
 
@@ -34,6 +35,9 @@ pub enum Kind {
     /// A confidence level in percent (`95`, `99.9`), `0` for off; the
     /// name alone (a flag without a value) means 95.
     Level,
+    /// A label filter in Go pprof's syntax (`key=regex[,regex]`,
+    /// `regex[,regex]`, `key=1kb:64kb`); empty: none.
+    TagFilter,
 }
 
 /// One report setting.
@@ -95,6 +99,12 @@ impl Setting {
                 value.to_string()
             }
             Kind::Text => value.to_string(),
+            Kind::TagFilter => {
+                if !value.is_empty() {
+                    TagFilter::parse(self.name, value)?;
+                }
+                value.to_string()
+            }
             Kind::Level => match value {
                 "0" | "off" | "false" => "0".to_string(),
                 _ => match cpuprof_report::stats::parse_level(value) {
@@ -362,6 +372,72 @@ pub static SETTINGS: &[Setting] = &[
         value_name: "DIR[:DIR...]",
     },
     Setting {
+        name: "tagfocus",
+        kind: Kind::TagFilter,
+        default: "",
+        help: "Keep only samples whose labels match: key=RE[,RE] (any RE on key's values), RE[,RE] (each RE on some key:value), key=RANGE of a numeric label (bytes=1kb:64kb, :4ms)",
+        url: Some("tf"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "FILTER",
+    },
+    Setting {
+        name: "taghide",
+        kind: Kind::Regex,
+        default: "",
+        help: "Do not show labels whose key matches RE (tags, traces, tagroot, tagleaf)",
+        url: Some("th"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
+        name: "tagignore",
+        kind: Kind::TagFilter,
+        default: "",
+        help: "Drop samples whose labels match (tagfocus's syntax)",
+        url: Some("ti"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "FILTER",
+    },
+    Setting {
+        name: "tagleaf",
+        kind: Kind::Text,
+        default: "",
+        help: "Add each sample's values of these label keys as pseudo-frames at the leaf (last key innermost)",
+        url: Some("tagleaf"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "KEY[,KEY...]",
+    },
+    Setting {
+        name: "tagroot",
+        kind: Kind::Text,
+        default: "",
+        help: "Add each sample's values of these label keys as pseudo-frames at the root (first key outermost): one flame tower per value",
+        url: Some("tagroot"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "KEY[,KEY...]",
+    },
+    Setting {
+        name: "tagshow",
+        kind: Kind::Regex,
+        default: "",
+        help: "Show only labels whose key matches RE (tags, traces, tagroot, tagleaf)",
+        url: Some("ts"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "RE",
+    },
+    Setting {
         name: "trim_path",
         kind: Kind::Text,
         default: "",
@@ -479,7 +555,8 @@ impl Config {
     }
 
     /// Resets every filter (`focus`, `ignore`, `hide`, `show`,
-    /// `show_from`): the shell's `:`.
+    /// `show_from`, `tagfocus`, `tagignore`, `tagshow`, `taghide`): the
+    /// shell's `:`.
     pub fn clear_filters(&mut self) {
         for (s, v) in SETTINGS.iter().zip(&mut self.values) {
             if s.filter {
@@ -583,6 +660,30 @@ impl Config {
             edgefraction: self.float("edgefraction"),
             maxdegree: self.int("maxdegree").max(0) as usize,
             keep_profiler_frames: self.bool("keep_profiler_frames"),
+            tags: self.tag_options()?,
+        })
+    }
+
+    /// The label options these settings mean.
+    pub fn tag_options(&self) -> Result<TagOptions> {
+        let filter = |name: &str| -> Result<Option<TagFilter>> {
+            Ok(self
+                .text(name)
+                .map(|value| TagFilter::parse(name, value))
+                .transpose()?)
+        };
+        let regex = |name: &str| -> Result<Option<Regex>> {
+            self.text(name)
+                .map(|re| compile_regex(name, re))
+                .transpose()
+        };
+        Ok(TagOptions {
+            focus: filter("tagfocus")?,
+            ignore: filter("tagignore")?,
+            show: regex("tagshow")?,
+            hide: regex("taghide")?,
+            root: parse_keys(self.get("tagroot")),
+            leaf: parse_keys(self.get("tagleaf")),
         })
     }
 }

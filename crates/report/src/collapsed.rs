@@ -29,7 +29,7 @@ pub struct DistinctStack {
 
 /// The rank of each frame's name among all frame names (frames are
 /// interned by name, so ranks are distinct).
-fn name_ranks(stacks: &Stacks) -> Vec<u32> {
+pub(crate) fn name_ranks(stacks: &Stacks) -> Vec<u32> {
     let mut order: Vec<usize> = (0..stacks.frames.len()).collect();
     order.sort_unstable_by(|&a, &b| stacks.frames[a].name.cmp(&stacks.frames[b].name));
     let mut rank = vec![0u32; order.len()];
@@ -41,7 +41,7 @@ fn name_ranks(stacks: &Stacks) -> Vec<u32> {
 
 /// Orders stacks by their frames' names from the root (see the module
 /// documentation), given [`name_ranks`].
-fn compare_stacks(ranks: &[u32], a: &[FrameId], b: &[FrameId]) -> Ordering {
+pub(crate) fn compare_stacks(ranks: &[u32], a: &[FrameId], b: &[FrameId]) -> Ordering {
     a.iter()
         .rev()
         .map(|f| ranks[f.index()])

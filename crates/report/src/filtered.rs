@@ -2,9 +2,11 @@
 //! (`--focus`, `--ignore`, `--show_from`, the profiler's own frames
 //! removed), for the web UI's download of "the current profile".
 
-use cpuprof_profile::{Profile, Sample};
+use cpuprof_profile::{Function, FunctionId, Label, Line, Location, LocationId, Profile, Sample};
+use rustc_hash::FxHashMap;
 
 use crate::stacks::Stacks;
+use crate::tags::TagOptions;
 
 /// A copy of the stacks' profile with only the kept samples, each with
 /// its locations as the report reads them (leaf first, the profiler's
@@ -38,4 +40,63 @@ pub fn kept_profile(stacks: &Stacks) -> Profile {
         drop_frames: profile.drop_frames.clone(),
         keep_frames: profile.keep_frames.clone(),
     }
+}
+
+/// [`kept_profile`] with the label options applied as Go pprof's `-proto`
+/// writes them: only the labels `--tagshow`/`--taghide` show, and the
+/// pseudo-frames of `--tagroot`/`--tagleaf` as locations of functions
+/// named after the values (file name: the key).
+pub fn labelled_profile(stacks: &Stacks, tags: &TagOptions) -> Profile {
+    let mut profile = kept_profile(stacks);
+    let mut pseudo: FxHashMap<(String, String), LocationId> = FxHashMap::default();
+    let mut location_of = |profile: &mut Profile, labels: &[Label], key: &String| {
+        let name = tags.frame_name(labels, key).unwrap_or_default();
+        *pseudo
+            .entry((key.clone(), name.clone()))
+            .or_insert_with(|| {
+                let function = FunctionId::from_index(profile.functions.len());
+                profile.functions.push(Function {
+                    system_name: name.clone(),
+                    name,
+                    filename: key.clone(),
+                    start_line: 0,
+                });
+                let location = LocationId::from_index(profile.locations.len());
+                profile.locations.push(Location {
+                    address: 0,
+                    mapping: None,
+                    lines: vec![Line {
+                        function,
+                        line: 0,
+                        column: 0,
+                    }],
+                    is_folded: false,
+                });
+                location
+            })
+    };
+    let mut samples = std::mem::take(&mut profile.samples);
+    for sample in &mut samples {
+        if !tags.root.is_empty() || !tags.leaf.is_empty() {
+            let leaf: Vec<LocationId> = tags
+                .leaf
+                .iter()
+                .rev()
+                .map(|k| location_of(&mut profile, &sample.labels, k))
+                .collect();
+            let root: Vec<LocationId> = tags
+                .root
+                .iter()
+                .rev()
+                .map(|k| location_of(&mut profile, &sample.labels, k))
+                .collect();
+            let mut locations = leaf;
+            locations.append(&mut sample.locations);
+            locations.extend(root);
+            sample.locations = locations;
+        }
+        sample.labels.retain(|l| tags.shows(&l.key));
+    }
+    profile.samples = samples;
+    profile
 }

@@ -22,6 +22,9 @@
 //! [`traces`] (every distinct stack), [`tree`] (callers and callees per
 //! node, and `peek`), [`json`] (the text report's rows), [`callgrind`] (KCachegrind),
 //! [`raw`] (perl pprof's symbolized raw profile).
+//!
+//! Sample labels: [`tags`] (`--tags`, `--tagfocus`/`--tagignore`,
+//! `--tagshow`/`--taghide`, `--tagroot`/`--tagleaf` pseudo-frames).
 #![deny(missing_docs)]
 
 pub mod callgraph;
@@ -45,6 +48,7 @@ pub mod source;
 pub mod stacks;
 pub mod stats;
 pub mod svg;
+pub mod tags;
 pub mod text;
 pub mod traces;
 pub mod tree;

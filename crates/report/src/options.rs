@@ -2,6 +2,8 @@
 
 use regex::Regex;
 
+use crate::tags::TagOptions;
+
 /// The unit of a report's rows and graph nodes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Granularity {
@@ -70,6 +72,8 @@ pub struct Options {
     pub maxdegree: usize,
     /// Keep the profiler's own signal-handling frames in stacks.
     pub keep_profiler_frames: bool,
+    /// Sample labels: filters, shown keys, pseudo-frames.
+    pub tags: TagOptions,
 }
 
 impl Default for Options {
@@ -91,6 +95,7 @@ impl Default for Options {
             edgefraction: 0.001,
             maxdegree: 8,
             keep_profiler_frames: false,
+            tags: TagOptions::default(),
         }
     }
 }

@@ -84,6 +84,17 @@ struct Kept {
     /// `--show_from` cuts the callers above its outermost match.
     /// `u32::MAX` keeps them all.
     depth: u32,
+    /// Index into [`Stacks::label_frames`] (`--tagroot`/`--tagleaf`),
+    /// `u32::MAX` for none.
+    labels: u32,
+}
+
+/// The pseudo-frames `--tagleaf` and `--tagroot` add to a stack, each
+/// leaf first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+struct LabelFrames {
+    leaf: Vec<FrameId>,
+    root: Vec<FrameId>,
 }
 
 /// Function names of the profilers' signal-handling frames. Frames of these
@@ -115,6 +126,8 @@ pub struct Stacks<'p> {
     /// Per location: it is a profiler frame.
     profiler: Vec<bool>,
     samples: Vec<Kept>,
+    /// The distinct pseudo-frame sets of `--tagroot`/`--tagleaf`.
+    label_frames: Vec<LabelFrames>,
     /// Sum of the reported value over all samples, before focus and ignore.
     pub grand_total: i64,
     /// Sum of the reported value over the samples kept by focus and ignore.
@@ -208,6 +221,7 @@ impl<'p> Stacks<'p> {
             location_arena,
             profiler,
             samples: Vec::with_capacity(profile.samples.len()),
+            label_frames: Vec::new(),
             grand_total: 0,
             total: 0,
             sample_type,
@@ -225,6 +239,9 @@ impl<'p> Stacks<'p> {
                 false
             };
             let locations = if filtered { &kept[..] } else { locations };
+            if options.tags.filters_samples() && !options.tags.keeps(&sample.labels) {
+                continue;
+            }
             if options.focus.is_some() && !locations.iter().any(|l| focus[l.index()]) {
                 continue;
             }
@@ -249,9 +266,68 @@ impl<'p> Stacks<'p> {
                 value,
                 filtered,
                 depth,
+                labels: u32::MAX,
             });
         }
+        if !options.tags.root.is_empty() || !options.tags.leaf.is_empty() {
+            stacks.add_label_frames(options);
+        }
         stacks
+    }
+
+    /// Gives every kept sample the pseudo-frames of `--tagroot` and
+    /// `--tagleaf`: per key, a frame named after the sample's values of it
+    /// (Go pprof's `-tagroot`/`-tagleaf`; `<unknown>` without one). A
+    /// pseudo-frame is the frame of that name if there is one.
+    fn add_label_frames(&mut self, options: &Options) {
+        let tags = &options.tags;
+        let frames = Arc::make_mut(&mut self.frames);
+        let mut by_name: FxHashMap<String, FrameId> = frames
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.name.clone(), FrameId(i as u32)))
+            .collect();
+        let mut frame_of = |labels: &[cpuprof_profile::Label], key: &String| {
+            let name = tags
+                .frame_name(labels, key)
+                .unwrap_or_else(|| crate::tags::NO_VALUE.to_string());
+            *by_name.entry(name.clone()).or_insert_with(|| {
+                frames.push(Frame {
+                    function: name.clone(),
+                    name,
+                    file: key.clone(),
+                    line: 0,
+                    address: 0,
+                    mapping: None,
+                    inlined: false,
+                });
+                FrameId(frames.len() as u32 - 1)
+            })
+        };
+        let mut index: FxHashMap<LabelFrames, u32> = FxHashMap::default();
+        for kept in &mut self.samples {
+            let labels = &self.profile.samples[kept.sample as usize].labels;
+            // The first root key outermost, the last leaf key innermost.
+            let set = LabelFrames {
+                leaf: tags
+                    .leaf
+                    .iter()
+                    .rev()
+                    .map(|k| frame_of(labels, k))
+                    .collect(),
+                root: tags
+                    .root
+                    .iter()
+                    .rev()
+                    .map(|k| frame_of(labels, k))
+                    .collect(),
+            };
+            let next = index.len() as u32;
+            kept.labels = *index.entry(set).or_insert(next);
+        }
+        let mut sets: Vec<(LabelFrames, u32)> = index.into_iter().collect();
+        sets.sort_unstable_by_key(|(_, i)| *i);
+        self.label_frames = sets.into_iter().map(|(set, _)| set).collect();
     }
 
     /// The locations of a stack that reports show: without the profiler's
@@ -280,6 +356,10 @@ impl<'p> Stacks<'p> {
         let kept = self.samples[i];
         let locations = &self.profile.samples[kept.sample as usize].locations;
         frames.clear();
+        let label_frames = self.label_frames.get(kept.labels as usize);
+        if let Some(set) = label_frames {
+            frames.extend_from_slice(&set.leaf);
+        }
         let push = |l: &LocationId| {
             let (start, len) = self.location_frames[l.index()];
             if len == 1 {
@@ -297,6 +377,9 @@ impl<'p> Stacks<'p> {
             filtered.iter().take(depth).for_each(push);
         } else {
             locations.iter().take(depth).for_each(push);
+        }
+        if let Some(set) = label_frames {
+            frames.extend_from_slice(&set.root);
         }
         kept.value
     }
@@ -328,6 +411,11 @@ impl<'p> Stacks<'p> {
             let value = self.expand(i, &mut frames);
             f(&frames, value);
         }
+    }
+
+    /// The profile's sample of kept sample `i` (its labels, its values).
+    pub fn sample(&self, i: usize) -> &'p cpuprof_profile::Sample {
+        &self.profile.samples[self.samples[i].sample as usize]
     }
 
     /// The value of kept sample `i`.

@@ -19,12 +19,19 @@
 //! those of [`crate::collapsed`]); blocks are sorted by value, largest
 //! first, then as `--collapsed` sorts them. Values are the report's (sample
 //! counts for gperftools profiles), not converted to time.
+//!
+//! Samples with labels have them above their stack, as Go prints them
+//! (`%10s:  values`, see [`crate::tags::trace_lines`]); samples with the
+//! same frames but different shown labels are separate blocks.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use crate::collapsed::distinct_stacks;
-use crate::stacks::Stacks;
+use rustc_hash::FxHashMap;
+
+use crate::collapsed::{compare_stacks, distinct_stacks, name_ranks, DistinctStack};
+use crate::stacks::{FrameId, Stacks};
+use crate::tags::{trace_lines, LabelFormat, TagOptions};
 use crate::text::unit_word;
 
 /// The separator line between stacks, as Go pprof prints it.
@@ -33,6 +40,51 @@ pub const SEPARATOR: &str = "-----------+---------------------------------------
 /// Writes the traces report of `stacks`; `program` names the profiled
 /// program in the header.
 pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<()> {
+    write_labelled(out, stacks, program, &TagOptions::default())
+}
+
+/// The distinct stacks of `stacks` and the label lines above each, in
+/// print order (largest value first, then `--collapsed`'s order).
+fn labelled_stacks(stacks: &Stacks, tags: &TagOptions) -> Vec<(String, DistinctStack)> {
+    let labelled =
+        (0..stacks.len()).any(|i| stacks.sample(i).labels.iter().any(|l| tags.shows(&l.key)));
+    if !labelled {
+        // Already in `--collapsed`'s order: a stable sort by value keeps
+        // it among equal values.
+        let mut distinct = distinct_stacks(stacks);
+        distinct.sort_by_key(|s| std::cmp::Reverse(s.value));
+        return distinct.into_iter().map(|s| (String::new(), s)).collect();
+    }
+    let format = LabelFormat::new(stacks.profile());
+    let mut sums: FxHashMap<(String, Vec<FrameId>), i64> = FxHashMap::default();
+    let mut frames = Vec::with_capacity(256);
+    for i in 0..stacks.len() {
+        let value = stacks.expand(i, &mut frames);
+        let lines = trace_lines(&stacks.sample(i).labels, &format, tags);
+        *sums.entry((lines, frames.clone())).or_insert(0) += value;
+    }
+    let mut distinct: Vec<(String, DistinctStack)> = sums
+        .into_iter()
+        .filter(|(_, value)| *value != 0)
+        .map(|((lines, frames), value)| (lines, DistinctStack { frames, value }))
+        .collect();
+    let ranks = name_ranks(stacks);
+    distinct.sort_unstable_by(|a, b| {
+        b.1.value
+            .cmp(&a.1.value)
+            .then_with(|| compare_stacks(&ranks, &a.1.frames, &b.1.frames))
+            .then_with(|| a.0.cmp(&b.0))
+    });
+    distinct
+}
+
+/// [`write`], with the labels `tags` shows above each stack.
+pub fn write_labelled(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    program: &str,
+    tags: &TagOptions,
+) -> io::Result<()> {
     let profile = stacks.profile();
     writeln!(out, "File: {program}")?;
     let sample_type = &stacks.sample_type;
@@ -52,18 +104,16 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<
         )?;
     }
     writeln!(out, "Total: {} {}", stacks.total, unit_word(stacks))?;
-    // Already in `--collapsed`'s order: a stable sort by value keeps it
-    // among equal values.
-    let mut distinct = distinct_stacks(stacks);
-    distinct.sort_by_key(|s| std::cmp::Reverse(s.value));
+    let distinct = labelled_stacks(stacks, tags);
     // Lines are built in a buffer: a big profile has millions of frames.
     let mut text = String::with_capacity(1 << 16);
-    for stack in &distinct {
+    for (lines, stack) in &distinct {
         if stack.frames.is_empty() {
             continue;
         }
         text.push_str(SEPARATOR);
         text.push('\n');
+        text.push_str(lines);
         for (i, frame) in stack.frames.iter().enumerate() {
             let name = &stacks.frame(*frame).name;
             if i == 0 {
