@@ -1,7 +1,9 @@
-//! `cpuprof record [-F HZ] [-o FILE] [--realtime] -- CMD [ARGS...]`: runs a
-//! command under the agent (`libcpuprof.so`, found beside the `cpuprof`
-//! binary, through `LD_PRELOAD` and `CPUPROFILE`) and prints the top of the
-//! report when it ends.
+//! `cpuprof record [-F HZ] [-o FILE] [--realtime] [--format F] -- CMD
+//! [ARGS...]`: runs a command under the agent (`libcpuprof.so`, found
+//! beside the `cpuprof` binary, through `LD_PRELOAD` and `CPUPROFILE`) and
+//! prints the top of the report when it ends. The profile is pprof's
+//! profile.proto by default (`CPUPROFILE_FORMAT=pprof`: samples labelled
+//! with their thread), gperftools' format with `--format gperftools`.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -17,7 +19,8 @@ use anyhow::{bail, Context, Result};
 Examples:
   cpuprof record -- ./prog --its-args
   cpuprof record -F 1000 -o prog.prof -- ./prog
-  cpuprof record --realtime -- ./server   (wall-clock time, includes waiting)
+  cpuprof record --realtime -- ./server   (wall-clock time of every thread, running or waiting)
+  cpuprof record --format gperftools -- ./prog   (gperftools' format, for older tools)
 
 Processes the command forks or execs are profiled too, each into FILE_<pid>.")]
 pub struct Args {
@@ -28,9 +31,15 @@ pub struct Args {
     /// Where to write the profile [default: <command name>.prof].
     #[arg(short = 'o', long = "output", value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Sample wall-clock time instead of CPU time.
+    /// Sample wall-clock time instead of CPU time: every thread, running
+    /// or waiting, each sample labelled state=running|waiting.
     #[arg(long)]
     pub realtime: bool,
+    /// The profile's format: pprof (profile.proto with thread labels) or
+    /// gperftools (libprofiler's format).
+    #[arg(long, value_name = "FORMAT", default_value = "pprof",
+          value_parser = ["pprof", "gperftools"])]
+    pub format: String,
     /// Rows of the report to print (0: none).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub nodecount: usize,
@@ -69,6 +78,7 @@ pub fn run(args: Args) -> Result<i32> {
         .env("LD_PRELOAD", preload)
         .env("CPUPROFILE", &output)
         .env("CPUPROFILE_FREQUENCY", args.frequency.to_string())
+        .env("CPUPROFILE_FORMAT", &args.format)
         // The command's own process writes FILE; only its children add _<pid>.
         .env_remove("CPUPROFILE_USE_PID");
     if args.realtime {
@@ -144,8 +154,12 @@ pub fn print_report(profile: &Path, binaries: &[PathBuf], nodecount: usize) -> R
     for warning in cpuprof_symbolize::symbolize(&mut parsed, &symbolize_options) {
         eprintln!("cpuprof: warning: {warning}");
     }
+    // Sample counts, whichever format the agent wrote (profile.proto's
+    // default value is CPU time).
+    let sample_index = parsed.sample_types.iter().position(|t| t.kind == "samples");
     let options = cpuprof_report::Options {
         nodecount: Some(nodecount),
+        sample_index,
         ..cpuprof_report::Options::default()
     };
     let stacks = cpuprof_report::Stacks::build(&parsed, &options);

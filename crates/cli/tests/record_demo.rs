@@ -39,7 +39,12 @@ fn record_runs_the_command_under_the_agent_and_prints_the_report() {
         "burn_a {share:.1}%:\n{stdout}"
     );
     let data = std::fs::read(&profile).unwrap();
-    let parsed = cpuprof_profile::gperftools::read(&data).unwrap();
+    // profile.proto by default, with each sample's thread.
+    let parsed = cpuprof_profile::proto::read(&data).unwrap();
+    assert!(parsed
+        .samples
+        .iter()
+        .all(|s| s.labels.iter().any(|l| l.key == "thread_name")));
     let total: i64 = parsed.samples.iter().map(|s| s.values[0]).sum();
     assert!((850..=1150).contains(&total), "1 CPU-s at 1000 Hz: {total}");
 }
