@@ -200,11 +200,16 @@ fn chain(
     }
 }
 
-/// A file written from a signal handler: bytes gathered in a buffer on the
-/// stack and written with `write(2)`.
+/// Bytes of [`RawFile`]'s buffer: small, because the handler may run on
+/// the program's alternate signal stack (`SA_ONSTACK`), which can be as
+/// small as `MINSIGSTKSZ` (2 KiB); Rust's own threads have one.
+const BUFFER: usize = 512;
+
+/// A file written from a signal handler: bytes gathered in a small buffer
+/// on the stack and written with `write(2)`.
 pub(crate) struct RawFile {
     fd: i32,
-    buffer: [u8; 4096],
+    buffer: [u8; BUFFER],
     used: usize,
     failed: bool,
 }
@@ -225,7 +230,7 @@ impl RawFile {
         };
         (fd >= 0).then_some(RawFile {
             fd,
-            buffer: [0; 4096],
+            buffer: [0; BUFFER],
             used: 0,
             failed: false,
         })
@@ -284,17 +289,23 @@ impl RawFile {
         if fd < 0 {
             return;
         }
-        let mut chunk = [0u8; 4096];
         loop {
-            // SAFETY: reading into a live local buffer.
-            let n = unsafe { libc::read(fd, chunk.as_mut_ptr().cast(), chunk.len()) };
+            if self.used == self.buffer.len() {
+                self.flush();
+            }
+            // Read straight into the free part of the buffer.
+            let Some(free) = self.buffer.get_mut(self.used..) else {
+                break;
+            };
+            // SAFETY: reading into the live free part of the buffer.
+            let n = unsafe { libc::read(fd, free.as_mut_ptr().cast(), free.len()) };
             if n < 0 && errno() == libc::EINTR {
                 continue;
             }
             if n <= 0 {
                 break;
             }
-            self.bytes(chunk.get(..n as usize).unwrap_or(&[]));
+            self.used += n as usize;
         }
         // SAFETY: closing the descriptor we opened.
         unsafe { libc::close(fd) };
