@@ -67,6 +67,7 @@ pub(crate) fn sampler() -> &'static Sampler {
         return unsafe { &*existing };
     }
     let caches = (std::thread::available_parallelism().map_or(4, |n| n.get()) * 2).clamp(8, 256);
+    crate::handler_stack::prepare(caches);
     let sampler = Box::new(Sampler {
         gate: Gate::new(),
         tables: [new_table(), new_table()],

@@ -34,6 +34,7 @@ pub mod config;
 mod crash;
 mod exec;
 mod exit;
+mod handler_stack;
 pub mod http;
 mod interpose;
 mod modules;

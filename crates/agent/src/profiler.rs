@@ -1042,7 +1042,9 @@ fn install_profiling_handler(signal: i32) {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = signal_path::on_profiling_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
-        libc::sigemptyset(&mut action.sa_mask);
+        // Every signal waits for the few microseconds of a sample, so a
+        // program's handler never runs on the agent's handler stack.
+        libc::sigfillset(&mut action.sa_mask);
         libc::sigaction(signal, &action, std::ptr::null_mut());
     }
     HANDLER_INSTALLED.store(true, Ordering::Relaxed);

@@ -7,7 +7,8 @@
 //! 1. **No allocation or deallocation.** All memory it touches (the
 //!    [`Sampler`], both [`StackTable`]s, the unwinder caches, the module
 //!    snapshot) is allocated before any timer is armed. The stack of PCs
-//!    is a fixed array on the handler's own stack.
+//!    is a fixed array on the handler's own stack: one of the agent's
+//!    (`handler_stack`), not the interrupted code's, which may be small.
 //! 2. **No lock, no wait.** Only atomics. Where something is busy (every
 //!    unwinder cache in use, the table full) the sample is counted as
 //!    dropped, never waited for.
@@ -431,31 +432,45 @@ pub(crate) extern "C" fn on_profiling_signal(
             // Who we are, once per signal: the weight and the unwinder
             // both need it.
             let me = Me::now(sampler);
-            if let Some(weight) = sample_weight(sampler, &me, info) {
-                let wall_period = sampler.wall_period_ns.load(Ordering::Relaxed);
-                let state = if wall_period != 0 {
-                    wall_state(&me, wall_period, weight)
-                } else {
-                    0
-                };
-                let tag = if sampler.label_threads.load(Ordering::Relaxed) {
-                    sample_tag(me.tid, state)
-                } else {
-                    0
-                };
-                take_sample(sampler, &me, ucontext, weight, tag);
-                if wall_period != 0 {
-                    // After the sample: the handler's own CPU time is not
-                    // the thread's work.
-                    if let (Some(slot), Some(now)) = (me.slot, thread_cpu_ns()) {
-                        slot.cpu_mark.store(now.max(1), Ordering::Relaxed);
-                    }
-                }
+            // The rest needs ~13 KiB of stack: it runs on one of the
+            // agent's own, as the interrupted code's may be small (a
+            // sigaltstack, a coroutine's).
+            let on_own_stack = crate::handler_stack::run_on_own_stack(thread_hash(me.tid), || {
+                sample_signal(sampler, &me, info, ucontext)
+            });
+            if !on_own_stack {
+                sampler.stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
     // SAFETY: as above.
     unsafe { *errno = saved };
+}
+
+/// Weighs and records the sample of one signal (on the agent's stack).
+fn sample_signal(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
+    let Some(weight) = sample_weight(sampler, me, info) else {
+        return;
+    };
+    let wall_period = sampler.wall_period_ns.load(Ordering::Relaxed);
+    let state = if wall_period != 0 {
+        wall_state(me, wall_period, weight)
+    } else {
+        0
+    };
+    let tag = if sampler.label_threads.load(Ordering::Relaxed) {
+        sample_tag(me.tid, state)
+    } else {
+        0
+    };
+    take_sample(sampler, me, ucontext, weight, tag);
+    if wall_period != 0 {
+        // After the sample: the handler's own CPU time is not the
+        // thread's work.
+        if let (Some(slot), Some(now)) = (me.slot, thread_cpu_ns()) {
+            slot.cpu_mark.store(now.max(1), Ordering::Relaxed);
+        }
+    }
 }
 
 /// The interrupted thread: its id and its slot, if registered.
