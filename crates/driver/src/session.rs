@@ -339,12 +339,16 @@ impl Session {
     }
 
     /// The profile of the samples `config`'s filters keep (focus, ignore,
-    /// show_from; the profiler's frames removed), as a profile: the web
-    /// UI's download of the current view.
+    /// show_from, tagfocus, tagignore; the profiler's frames removed), as
+    /// a profile with the labels tagshow/taghide show and the pseudo-frames
+    /// of tagroot/tagleaf: the web UI's download of the current view.
     pub fn filtered_profile(&self, config: &Config) -> Result<Profile> {
         let options = config.report_options(&self.profile)?;
         let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
-        Ok(cpuprof_report::filtered::kept_profile(&stacks))
+        Ok(cpuprof_report::filtered::labelled_profile(
+            &stacks,
+            &options.tags,
+        ))
     }
 }
 
