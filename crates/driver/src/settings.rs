@@ -75,9 +75,27 @@ impl Setting {
     }
 
     /// Checks `value` for this setting and returns it in canonical form
-    /// (booleans as `true`/`false`, numbers as given).
+    /// (booleans as `true`/`false`, numbers as given). The error is one
+    /// line even when the value holds a line break (a URL's `%0A`): the
+    /// control characters it echoes are escaped.
     pub fn check(&self, value: &str) -> Result<String> {
-        let value = value.trim();
+        self.check_trimmed(value.trim()).map_err(|e| {
+            let message: String = e
+                .to_string()
+                .chars()
+                .flat_map(|c| {
+                    if c.is_control() {
+                        c.escape_default().collect::<Vec<_>>()
+                    } else {
+                        vec![c]
+                    }
+                })
+                .collect();
+            anyhow::anyhow!(message)
+        })
+    }
+
+    fn check_trimmed(&self, value: &str) -> Result<String> {
         Ok(match self.kind {
             Kind::Bool => match parse_bool(value) {
                 Some(b) => b.to_string(),
