@@ -81,7 +81,9 @@ fn runs() -> Option<&'static Runs> {
         let record = |name: &str, factor: &str, seconds: &str| -> PathBuf {
             let profile = dir.path().join(name);
             let out = cpuprof()
-                .args(["record", "-F", "1000", "-o"])
+                // Counts as values (profile.proto's default value is CPU
+                // time): the intervals below are computed from the text.
+                .args(["record", "--format", "gperftools", "-F", "1000", "-o"])
                 .arg(&profile)
                 .arg("--")
                 .arg(&binary)
