@@ -1,10 +1,14 @@
-//! The shell's command-line grammar must parse any line into a line or a
-//! one-line error, never panic; a report's one-time settings, applied to
-//! the session's, are accepted by the settings table's own checks; a
-//! `name=value` it accepts either sets the setting or is refused in one
-//! line.
+//! The shell's command-line grammar (`line::parse_grammar`: `line::parse`
+//! without compiling regexes, which dominates its time; the whole is
+//! `shell_line_regex`): any line gives a line or a one-line error, never a
+//! panic; a report's arguments are what the grammar says (a regex exactly
+//! when the command takes one, counts of 0 or more, no empty focus,
+//! ignore or file name); a `name=value` or a word alone that sets a
+//! setting names one of the table; settings with no regex in them are
+//! applied and accepted or refused in one line.
 #![no_main]
 use cpuprof_driver::line::{self, Line};
+use cpuprof_driver::settings::{self, Kind};
 use cpuprof_driver::Config;
 use libfuzzer_sys::fuzz_target;
 
@@ -14,19 +18,25 @@ fuzz_target!(|data: &[u8]| {
     };
     let types = ["samples".to_string(), "cpu".to_string()];
     for input in text.lines() {
-        match line::parse(input, &types) {
+        match line::parse_grammar(input, &types) {
             Ok(Line::Report(invocation)) => {
-                // Checked in parse: the per-command settings are valid.
-                invocation
-                    .config(&Config::default())
-                    .expect("parse checked the arguments");
-            }
-            Ok(Line::Set { name, value }) => {
-                let mut config = Config::default();
-                if let Err(e) = config.set(&name, value.as_deref()) {
-                    assert!(!e.to_string().contains('\n'), "{e}");
+                assert_eq!(invocation.regex.is_some(), invocation.command.takes_regex);
+                assert!(invocation.count.is_none_or(|n| n >= 0));
+                for re in [&invocation.focus, &invocation.ignore, &invocation.output] {
+                    assert!(re.as_ref().is_none_or(|r| !r.is_empty()));
                 }
             }
+            Ok(Line::Set { name, value }) => {
+                let setting = settings::choice_group(&name).or_else(|| settings::setting(&name));
+                let setting = setting.expect("a setting of the table");
+                if !matches!(setting.kind, Kind::Regex | Kind::TagFilter) {
+                    let mut config = Config::default();
+                    if let Err(e) = config.set(&name, value.as_deref()) {
+                        assert!(!e.to_string().contains('\n'), "{e}");
+                    }
+                }
+            }
+            Ok(Line::SampleType(name)) => assert!(types.contains(&name)),
             Ok(Line::Help(Some(word))) => {
                 if let Err(e) = line::help_for(&word, &types) {
                     assert!(!e.0.contains('\n'));
