@@ -744,6 +744,24 @@ impl RenderContext<'_> {
         let program = self.cx.session.program_name();
         let mut call_graph = CallGraph::build(&program, self.stacks, &graph, self.options)?;
         call_graph.notes.extend(self.flat_profile_note());
+        // In a diff, only the significant changes of share are coloured.
+        let level = self.cx.config.confidence().unwrap_or(0.95);
+        if let Some(diff) = self.cx.session.diff_table(self.cx.config, level)? {
+            use cpuprof_report::svg::NodeChange;
+            call_graph.mark_changes(
+                |name| {
+                    diff.changes.get(name).map(|c| match c.change.delta {
+                        _ if !c.significant => NodeChange::Noise,
+                        d if d > 0.0 => NodeChange::Grew,
+                        _ => NodeChange::Shrank,
+                    })
+                },
+                &format!(
+                    "each profile's share of its own total, {}% two-proportion test, Holm",
+                    stats::level_text(level)
+                ),
+            );
+        }
         if let Some(level) = self.cx.config.confidence() {
             let shares = Shares::new(self.stacks, call_graph.local_total, level);
             call_graph.node_intervals = call_graph

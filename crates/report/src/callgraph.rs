@@ -23,7 +23,7 @@ use crate::graph::Graph;
 use crate::layout::{Align, TextLine};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
-use crate::svg::{GraphPicture, PictureEdge, PictureNode};
+use crate::svg::{GraphPicture, NodeChange, PictureEdge, PictureNode};
 use crate::text::{percent, percent_base, unit_word};
 
 /// pprof's default `--nodecount` for graphs.
@@ -82,6 +82,10 @@ pub struct CallGraph {
     /// Per node, its shares' intervals for its tooltip (`--confidence`);
     /// empty when not asked.
     pub node_intervals: Vec<String>,
+    /// In a diff: per node, whether its share grew or shrank significantly
+    /// (the colours of the graph; see [`CallGraph::mark_changes`]); empty
+    /// outside a diff.
+    pub node_changes: Vec<NodeChange>,
 }
 
 /// Nothing is left to draw (pprof: "No nodes to print").
@@ -180,6 +184,7 @@ impl CallGraph {
         }
         Ok(CallGraph {
             node_intervals: Vec::new(),
+            node_changes: Vec::new(),
             program: program.to_string(),
             unit: unit_word(stacks),
             grand_total: stacks.grand_total,
@@ -249,6 +254,20 @@ impl CallGraph {
         lines
     }
 
+    /// Marks a diff's nodes by `change_of` their name (`None`: not
+    /// compared, drawn as noise), and says in the legend what the colours
+    /// mean, `how` the changes were tested.
+    pub fn mark_changes(&mut self, change_of: impl Fn(&str) -> Option<NodeChange>, how: &str) {
+        self.node_changes = self
+            .nodes
+            .iter()
+            .map(|n| change_of(&n.name).unwrap_or(NodeChange::Noise))
+            .collect();
+        self.notes.push(format!(
+            "Colours: significant changes of share only ({how}): red grew, green shrank; grey: noise"
+        ));
+    }
+
     /// The picture the built-in SVG writer draws.
     pub fn picture(&self) -> GraphPicture {
         let total = self.local_total as f64;
@@ -295,6 +314,7 @@ impl CallGraph {
                         lines,
                         font_size: self.font_size(node),
                         cum_fraction: share(node.cum),
+                        change: self.node_changes.get(i).copied(),
                     }
                 })
                 .collect(),

@@ -81,9 +81,17 @@ pub fn write(out: &mut dyn Write, graph: &CallGraph, target: DotTarget) -> io::R
             .collect::<Vec<_>>()
             .join("\\n");
         let values = graph.value_lines(node).join("\\r");
+        // A diff's colours: significant growth, shrinkage, noise.
+        let colors = graph.node_changes.get(index).map_or(String::new(), |c| {
+            let (fill, stroke) = c.colors();
+            format!(
+                ",style=filled,fillcolor=\"{fill}\",color=\"{stroke}\",class=\"{}\"",
+                c.name()
+            )
+        });
         writeln!(
             out,
-            "N{} [label=\"{}\\n{}\\r\",shape=box,fontsize={:.1}];",
+            "N{} [label=\"{}\\n{}\\r\",shape=box,fontsize={:.1}{colors}];",
             index + 1,
             name,
             values,

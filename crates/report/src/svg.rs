@@ -31,7 +31,56 @@ pub struct PictureNode {
     pub font_size: f64,
     /// Share of the total in this node and its callees (0..=1): the tint.
     pub cum_fraction: f64,
+    /// In a diff: the node's change of share, which colours it instead of
+    /// its share (`None` outside a diff).
+    pub change: Option<NodeChange>,
 }
+
+/// A node's change of share between a base and a new profile, as a diff
+/// colours it: only significant changes are coloured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeChange {
+    /// Its share grew significantly: red.
+    Grew,
+    /// Its share shrank significantly: green.
+    Shrank,
+    /// Not a significant change: neutral grey.
+    Noise,
+}
+
+impl NodeChange {
+    /// The word for it, also the node's class in the SVG (`grew`,
+    /// `shrank`, `noise`).
+    pub fn name(self) -> &'static str {
+        match self {
+            NodeChange::Grew => "grew",
+            NodeChange::Shrank => "shrank",
+            NodeChange::Noise => "noise",
+        }
+    }
+
+    /// Fill and border colours of a node with this change.
+    pub fn colors(self) -> (&'static str, &'static str) {
+        match self {
+            NodeChange::Grew => (GREW_FILL, GREW_STROKE),
+            NodeChange::Shrank => (SHRANK_FILL, SHRANK_STROKE),
+            NodeChange::Noise => (NOISE_FILL, NOISE_STROKE),
+        }
+    }
+}
+
+/// Colours of a diff's nodes: red grew, green shrank, grey noise.
+pub const GREW_FILL: &str = "#ff9c9c";
+/// Border of a node that grew.
+pub const GREW_STROKE: &str = "#b71c1c";
+/// Fill of a node that shrank.
+pub const SHRANK_FILL: &str = "#9fdf9f";
+/// Border of a node that shrank.
+pub const SHRANK_STROKE: &str = "#1b5e20";
+/// Fill of a node whose change is not significant.
+pub const NOISE_FILL: &str = "#eeeeee";
+/// Border of a node whose change is not significant.
+pub const NOISE_STROKE: &str = "#9e9e9e";
 
 /// An edge of the picture.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,16 +290,26 @@ pub fn render_svg(picture: &GraphPicture) -> String {
     }
     for (index, (node, placed_box)) in picture.nodes.iter().zip(&placed.nodes).enumerate() {
         let score = heat(node.cum_fraction);
+        let (class, fill, stroke) = match node.change {
+            Some(change) => {
+                let (fill, stroke) = change.colors();
+                (change.name(), fill.to_string(), stroke.to_string())
+            }
+            None => (
+                "",
+                mix(FILL_COLD, FILL_HOT, score),
+                mix(EDGE_COLD, EDGE_HOT, score),
+            ),
+        };
         let _ = write!(svg,
-            "<g id=\"node{}\" class=\"node\">\n<title>{}</title>\n<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{}\" stroke=\"{}\" stroke-width=\"{}\"/>\n",
+            "<g id=\"node{}\" class=\"node{}{class}\">\n<title>{}</title>\n<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" rx=\"2\" fill=\"{fill}\" stroke=\"{stroke}\" stroke-width=\"{}\"/>\n",
             index + 1,
+            if class.is_empty() { "" } else { " " },
             escape(&node.name),
             num(placed_box.x),
             num(placed_box.y),
             num(placed_box.width),
             num(placed_box.height),
-            mix(FILL_COLD, FILL_HOT, score),
-            mix(EDGE_COLD, EDGE_HOT, score),
             num(1.0 + score)
         );
         for line in &placed_box.lines {
@@ -382,6 +441,50 @@ mod tests {
         assert_eq!(
             escape("a<b>&\"c'\u{1}"),
             "a&lt;b&gt;&amp;&quot;c&apos;\u{fffd}"
+        );
+    }
+
+    #[test]
+    fn a_diff_colours_nodes_by_their_change_not_their_share() {
+        let node = |name: &str, cum_fraction: f64, change: Option<NodeChange>| PictureNode {
+            name: name.to_string(),
+            lines: vec![TextLine {
+                text: name.to_string(),
+                align: Align::Center,
+            }],
+            font_size: 10.0,
+            cum_fraction,
+            change,
+        };
+        let picture = GraphPicture {
+            nodes: vec![
+                node("main", 1.0, Some(NodeChange::Noise)),
+                node("grown", 0.1, Some(NodeChange::Grew)),
+                node("shrunk", 0.5, Some(NodeChange::Shrank)),
+                node("plain", 1.0, None),
+            ],
+            ..GraphPicture::default()
+        };
+        let svg = render_svg(&picture);
+        let rect_of = |name: &str| {
+            let at = svg.find(&format!("<title>{name}</title>")).unwrap();
+            let head = &svg[..at];
+            let class = &head[head.rfind("class=\"").unwrap() + 7..];
+            let class = &class[..class.find('"').unwrap()];
+            let fill = &svg[at..];
+            let fill = &fill[fill.find("fill=\"").unwrap() + 6..];
+            (class.to_string(), fill[..7].to_string())
+        };
+        assert_eq!(rect_of("main"), ("node noise".into(), NOISE_FILL.into()));
+        assert_eq!(rect_of("grown"), ("node grew".into(), GREW_FILL.into()));
+        assert_eq!(
+            rect_of("shrunk"),
+            ("node shrank".into(), SHRANK_FILL.into())
+        );
+        // Outside a diff: tinted by share, as before.
+        assert_eq!(
+            rect_of("plain"),
+            ("node".into(), mix(FILL_COLD, FILL_HOT, 1.0))
         );
     }
 

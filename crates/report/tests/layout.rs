@@ -297,6 +297,7 @@ fn picture_with_awkward_text() -> GraphPicture {
                 }],
                 font_size: 12.0,
                 cum_fraction: 0.5,
+                change: None,
             })
             .collect(),
         edges: vec![PictureEdge {

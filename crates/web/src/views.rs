@@ -309,19 +309,37 @@ impl App {
             let flat = row["flat"].as_i64().unwrap_or(0);
             let cum = row["cum"].as_i64().unwrap_or(0);
             sum += flat;
-            let class = |v: i64| match v.signum() {
-                1 if self.session.base().is_some() => " grew",
-                -1 => " shrank",
-                _ => "",
+            // In a diff, the cum cell is coloured by a significant change
+            // of its share (what the test compares), whatever the sign of
+            // the subtracted value; its tooltip gives the change.
+            let change = &row["change"];
+            let (class, title) = if change.is_object() {
+                let points = change["points"].as_f64().unwrap_or(0.0);
+                let significant = change["significant"].as_bool() == Some(true);
+                let class = match () {
+                    _ if !significant => "",
+                    _ if points > 0.0 => " grew",
+                    _ => " shrank",
+                };
+                let interval = |i: usize| change["interval"][i].as_f64().unwrap_or(0.0);
+                let title = format!(
+                    " title=\"share {:.2}% → {:.2}%: {points:+.2} points [{:+.2}, {:+.2}], {}\"",
+                    change["old_percent"].as_f64().unwrap_or(0.0),
+                    change["new_percent"].as_f64().unwrap_or(0.0),
+                    interval(0),
+                    interval(1),
+                    if significant { "significant" } else { "noise" }
+                );
+                (class, title)
+            } else {
+                ("", String::new())
             };
             let _ = write!(
                 html,
-                "<tr><td class=\"num{}\">{flat}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num{}\">{cum}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
-                class(flat),
+                "<tr><td class=\"num\">{flat}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num{class}\"{title}>{cum}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
                 percent(flat, shown),
                 percent(sum, shown),
-                class(cum),
                 percent(cum, shown),
                 escape(row["file"].as_str().unwrap_or("")),
                 escape(name)
@@ -441,7 +459,8 @@ impl App {
         if let Some(base) = session.base() {
             let _ = write!(
                 html,
-                "<span>Base: {} (subtracted: values are changes)</span>",
+                "<span>Base: {} (subtracted: values are changes; coloured: significant changes of \
+                 each profile's share of its own total, red grew, green shrank)</span>",
                 escape(&base.display().to_string())
             );
         }

@@ -145,15 +145,25 @@ with sync_playwright() as pw:
     seen['source_text'] = page.locator('pre').text_content()
     seen['source_hot_lines'] = page.locator('pre span.hot').count()
 
-    # Diff: a function that grew is coloured as growth in Top and Graph.
+    # Diff: only significant changes of share are coloured, in Top and Graph.
     page.goto(DIFF_URL + '/ui/top')
-    cell = page.get_by_role('row').filter(has=page.get_by_role('cell', name='burn_a', exact=True)).locator('td').first
-    seen['diff_burn_a_flat'] = cell.text_content()
-    seen['diff_burn_a_colour'] = cell.evaluate('c => getComputedStyle(c).color')
+    diff_top = {}
+    for name in ['burn_a', 'burn_b', 'burn_c', 'main']:
+        cells = page.get_by_role('row').filter(has=page.get_by_role('cell', name=name, exact=True)).locator('td')
+        diff_top[name] = {'flat': cells.nth(0).text_content(), 'cum': cells.nth(3).text_content(),
+                          'cum_colour': cells.nth(3).evaluate('c => getComputedStyle(c).color')}
+    seen['diff_top'] = diff_top
+    seen['diff_legend'] = page.locator('#legend').text_content()
+    seen['diff_text_colour'] = page.evaluate('getComputedStyle(document.body).color')
     shot(page, 'diff-top')
     page.goto(DIFF_URL + '/ui/graph')
-    node = page.locator('svg g.node', has=page.locator('title', has_text='burn_a |')).first
-    seen['diff_graph_fill'] = node.locator('rect').get_attribute('fill')
+    diff_graph = {}
+    for name in ['burn_a', 'burn_b', 'burn_c', 'main']:
+        node = page.locator('svg g.node', has=page.locator('title', has_text=name + ' |')).first
+        diff_graph[name] = {'fill': node.locator('rect').get_attribute('fill'),
+                            'class': node.get_attribute('class')}
+    seen['diff_graph'] = diff_graph
+    seen['diff_graph_legend'] = page.locator('svg g.legend').text_content()
     shot(page, 'diff-graph')
     page.goto(DIFF_URL + '/ui/flamegraph')
     flame_ready(page)

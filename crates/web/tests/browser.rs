@@ -1,7 +1,8 @@
 //! The web UI in a real browser: Debian's headless Chromium driven through
 //! the DevTools protocol by Playwright for Python (`browser.py`, which
 //! prints what it saw), on two `cpuprof report --http` servers over a
-//! profile of spin (one with `--base`). What the page shows is compared
+//! profile of spin, and one with `--base` over two runs of a workload
+//! whose shares change. What the page shows is compared
 //! here with `cpuprof report`'s own outputs. Screenshots of each view are
 //! kept in target/web-screenshots.
 
@@ -9,8 +10,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{cpuprof_binary, spin, Server};
-use cpuprof_testkit::{peers_required, repo_root, run_stdout, TextReport};
+use common::{cpuprof_binary, report_rows, shares, spin, text_rows, Server};
+use cpuprof_testkit::{peers_required, repo_root, run_stdout};
 use serde_json::Value;
 
 /// Python with Playwright, and Chromium; None (skip) when missing, unless
@@ -36,43 +37,21 @@ fn browser_available() -> bool {
     false
 }
 
-fn text_rows(rows: &Value) -> Vec<(String, i64, i64)> {
-    rows.as_array()
-        .unwrap()
-        .iter()
-        .map(|r| {
-            let cell = |i: usize| r[i].as_str().unwrap().to_string();
-            (cell(5), cell(0).parse().unwrap(), cell(3).parse().unwrap())
-        })
-        .collect()
-}
-
-fn report_rows(args: &[&str]) -> Vec<(String, i64, i64)> {
-    let spin = spin().unwrap();
-    let text = run_stdout(
-        Command::new(cpuprof_binary())
-            .arg("report")
-            .arg("--text")
-            .args(args)
-            .arg(&spin.binary)
-            .arg(&spin.profile),
-    );
-    TextReport::parse(&text)
-        .rows
-        .into_iter()
-        .map(|r| (r.name, r.flat, r.cum))
-        .collect()
-}
-
 #[test]
 fn every_view_in_chromium() {
     let Some(spin) = spin() else { return };
+    let Some(shares) = shares() else { return };
     if !browser_available() {
         return;
     }
     let server = Server::start(&[], &[&spin.binary, &spin.profile]);
-    let base = spin.base.to_str().unwrap().to_string();
-    let diff = Server::start(&[&format!("--base={base}")], &[&spin.binary, &spin.profile]);
+    // At 99.9%, so that a share that did not change is called significant
+    // once in a thousand runs, not once in twenty.
+    let base = format!("--base={}", shares.base.display());
+    let diff = Server::start(
+        &[&base, "--confidence=99.9"],
+        &[&shares.binary, &shares.profile],
+    );
     let shots = repo_root().join("target/web-screenshots");
     let script = repo_root().join("crates/web/tests/browser.py");
     let mut child = Command::new("python3")
@@ -175,19 +154,57 @@ fn every_view_in_chromium() {
     assert_eq!(page_text.trim_end(), list.trim_end());
     assert!(seen["source_hot_lines"].as_u64().unwrap() >= 1);
 
-    // Diff: burn_a grew, coloured as growth (red) in Top and Graph.
-    let grew: i64 = seen["diff_burn_a_flat"].as_str().unwrap().parse().unwrap();
-    assert!(grew > 0, "{seen:#}");
-    let colour = seen["diff_burn_a_colour"].as_str().unwrap();
-    let rgb: Vec<u32> = colour
-        .trim_start_matches("rgb(")
-        .trim_end_matches(')')
-        .split(", ")
-        .map(|c| c.parse().unwrap())
-        .collect();
-    assert!(rgb[0] > rgb[1] + 60 && rgb[0] > rgb[2] + 60, "{colour}");
-    let fill = seen["diff_graph_fill"].as_str().unwrap();
-    assert!(fill.starts_with("rgb(255,"), "{fill}");
+    // Diff: only significant changes of share are coloured. burn_b's share
+    // grew from 20% to 50% (red), burn_a's shrank from 70% to 40% (green,
+    // though its samples grew), burn_c's and main's stayed (grey, though
+    // their samples doubled: the old colouring by absolute change made
+    // main the reddest node).
+    let top = &seen["diff_top"];
+    let cum = |name: &str| -> i64 { top[name]["cum"].as_str().unwrap().parse().unwrap() };
+    assert!(cum("main") > 100, "main's samples doubled: {top:#}");
+    assert!(cum("burn_b") > 0 && cum("burn_c") > 0, "{top:#}");
+    let rgb = |colour: &str| -> Vec<u32> {
+        colour
+            .trim_start_matches("rgb(")
+            .trim_end_matches(')')
+            .split(", ")
+            .map(|c| c.parse().unwrap())
+            .collect()
+    };
+    let red = |c: &[u32]| c[0] > c[1] + 60 && c[0] > c[2] + 60;
+    let green = |c: &[u32]| c[1] > c[0] + 40 && c[1] > c[2] + 40;
+    let colour = |name: &str| rgb(top[name]["cum_colour"].as_str().unwrap());
+    assert!(red(&colour("burn_b")), "{top:#}");
+    assert!(green(&colour("burn_a")), "{top:#}");
+    let plain = rgb(seen["diff_text_colour"].as_str().unwrap());
+    assert_eq!(colour("burn_c"), plain, "{top:#}");
+    assert_eq!(colour("main"), plain, "{top:#}");
+    assert!(
+        seen["diff_legend"]
+            .as_str()
+            .unwrap()
+            .contains("coloured: significant changes"),
+        "{seen:#}"
+    );
+    // The graph: the server's colours (cpuprof_report::svg's constants).
+    let graph = &seen["diff_graph"];
+    let node = |name: &str| {
+        (
+            graph[name]["fill"].as_str().unwrap(),
+            graph[name]["class"].as_str().unwrap(),
+        )
+    };
+    assert_eq!(node("burn_b"), ("#ff9c9c", "node grew"), "{graph:#}");
+    assert_eq!(node("burn_a"), ("#9fdf9f", "node shrank"), "{graph:#}");
+    assert_eq!(node("burn_c"), ("#eeeeee", "node noise"), "{graph:#}");
+    assert_eq!(node("main"), ("#eeeeee", "node noise"), "{graph:#}");
+    assert!(
+        seen["diff_graph_legend"]
+            .as_str()
+            .unwrap()
+            .contains("significant changes of share only (each profile's share of its own total, 99.9% two-proportion test, Holm): red grew, green shrank; grey: noise"),
+        "{seen:#}"
+    );
 
     // prefers-color-scheme: dark.
     assert_ne!(seen["dark_background"], "rgb(255, 255, 255)");

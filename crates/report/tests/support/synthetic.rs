@@ -113,6 +113,7 @@ pub fn call_graph(count: usize, seed: u64) -> GraphPicture {
             lines,
             font_size: 8.0 + 50.0 * (flat / total).sqrt(),
             cum_fraction: cum / total,
+            change: None,
         });
         if index == 0 {
             by_depth.push(vec![0]);

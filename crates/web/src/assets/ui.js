@@ -248,24 +248,8 @@
       var text = g.querySelector('text');
       return text ? text.textContent : t;
     }
-    function cumOf(g) {
-      var m = / \| cum (-?\d+)/.exec(g.querySelector('title').textContent);
-      return m ? +m[1] : 0;
-    }
-    if (diff) {
-      // Growth red, shrinkage green, by the share of the largest change.
-      var most = 1;
-      nodes.forEach(function (g) { most = Math.max(most, Math.abs(cumOf(g))); });
-      nodes.forEach(function (g) {
-        var c = cumOf(g);
-        var k = Math.min(1, Math.abs(c) / most);
-        var fill = c > 0 ? 'rgb(255,' + Math.round(235 - 150 * k) + ',' + Math.round(235 - 150 * k) + ')'
-          : c < 0 ? 'rgb(' + Math.round(235 - 150 * k) + ',255,' + Math.round(235 - 150 * k) + ')' : '#f0f0f0';
-        var shape = g.querySelector('rect, polygon');
-        if (shape) shape.setAttribute('fill', fill);
-        g.classList.add(c > 0 ? 'grew' : c < 0 ? 'shrank' : 'same');
-      });
-    }
+    // In a diff the server colours the nodes: significant changes of
+    // share only (red grew, green shrank, grey noise).
     var moved = false;
     svg.addEventListener('click', function (ev) {
       if (moved) return;

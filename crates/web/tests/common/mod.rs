@@ -1,6 +1,7 @@
 //! What the web UI's tests share: a real profile of spin (Debian's
-//! libprofiler), a base profile of a shorter run for diffs, the `cpuprof`
-//! binary, and a server process started on a free loopback port.
+//! libprofiler), two builds of a workload whose shares change (for diffs),
+//! the `cpuprof` binary, and a server process started on a free loopback
+//! port.
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -11,18 +12,16 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, repo_root, require_tool, TempDir,
+    build_spin, compile, libprofiler, profile_with_libprofiler, repo_root, require_tool, TempDir,
 };
 
-/// spin, its profile (1 s of CPU) and a base profile (0.4 s).
+/// spin and its profile (1 s of CPU).
 pub struct Spin {
     _dir: TempDir,
     /// The binary.
     pub binary: PathBuf,
     /// Its profile.
     pub profile: PathBuf,
-    /// A shorter run's profile (everything grew from it to `profile`).
-    pub base: PathBuf,
 }
 
 /// The spin fixture, made once per test binary; `None` when a peer is
@@ -40,17 +39,127 @@ pub fn spin() -> Option<&'static Spin> {
         let dir = TempDir::new().unwrap();
         let (binary, _) = build_spin(dir.path(), "spin", &[]);
         let profile = dir.path().join("spin.prof");
-        let base = dir.path().join("base.prof");
         profile_with_libprofiler(&lib, &binary, &["-s", "1.0", "-d", "5"], &profile, 250);
-        profile_with_libprofiler(&lib, &binary, &["-s", "0.4", "-d", "5"], &base, 250);
         Some(Spin {
             _dir: dir,
             binary,
             profile,
-            base,
         })
     })
     .as_ref()
+}
+
+/// A workload that spends shares A, B, C of each round in `burn_a`,
+/// `burn_b`, `burn_c` (its arguments, then the CPU seconds).
+const SHARES: &str = r#"
+#include <stdlib.h>
+#include <time.h>
+static double cpu_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+static volatile double sink;
+#define BURN(name, k)                                                   \
+    __attribute__((noinline)) void name(double seconds) {               \
+        double end = cpu_now() + seconds, x = k;                        \
+        while (cpu_now() < end)                                         \
+            for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 1e-9;   \
+        sink = x;                                                       \
+    }
+BURN(burn_a, 1.0)
+BURN(burn_b, 2.0)
+BURN(burn_c, 3.0)
+int main(int argc, char **argv) {
+    if (argc < 5) return 2;
+    double a = atof(argv[1]), b = atof(argv[2]), c = atof(argv[3]);
+    double seconds = atof(argv[4]), round = 0.01, spent = 0;
+    while (spent < seconds) {
+        burn_a(round * a);
+        burn_b(round * b);
+        burn_c(round * c);
+        spent += round * (a + b + c);
+    }
+    return 0;
+}
+"#;
+
+/// Two runs of one workload whose shares change, for diffs: the base
+/// runs 0.8 CPU-s with burn_a 70%, burn_b 20%, burn_c 10% of the time;
+/// the new run 1.6 CPU-s with 40%, 50%, 10%. So burn_b's share grows by
+/// 30 points, burn_a's shrinks by 30 (though its samples grow, from about
+/// 140 to 160), and burn_c and main keep theirs (though their samples
+/// double).
+pub struct Shares {
+    _dir: TempDir,
+    /// The binary.
+    pub binary: PathBuf,
+    /// The new run's profile.
+    pub profile: PathBuf,
+    /// The base run's profile.
+    pub base: PathBuf,
+}
+
+/// The shares fixture, made once per test binary (Debian's libprofiler
+/// at 250 Hz: about 200 and 400 samples); `None` when a peer is missing.
+pub fn shares() -> Option<&'static Shares> {
+    static SHARES_RUNS: OnceLock<Option<Shares>> = OnceLock::new();
+    SHARES_RUNS
+        .get_or_init(|| {
+            if !require_tool("gcc") {
+                return None;
+            }
+            let Some(lib) = libprofiler() else {
+                require_tool("libprofiler.so");
+                return None;
+            };
+            let dir = TempDir::new().unwrap();
+            let source = dir.path().join("shares.c");
+            std::fs::write(&source, SHARES).unwrap();
+            let binary = dir.path().join("shares");
+            compile("gcc", &[&source], &binary, &["-O2", "-g"]);
+            let base = dir.path().join("base.prof");
+            let profile = dir.path().join("new.prof");
+            profile_with_libprofiler(&lib, &binary, &["0.7", "0.2", "0.1", "0.8"], &base, 250);
+            profile_with_libprofiler(&lib, &binary, &["0.4", "0.5", "0.1", "1.6"], &profile, 250);
+            Some(Shares {
+                _dir: dir,
+                binary,
+                profile,
+                base,
+            })
+        })
+        .as_ref()
+}
+
+/// A browser script's table rows (cells as text) as (name, flat, cum).
+pub fn text_rows(rows: &serde_json::Value) -> Vec<(String, i64, i64)> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let cell = |i: usize| r[i].as_str().unwrap().to_string();
+            (cell(5), cell(0).parse().unwrap(), cell(3).parse().unwrap())
+        })
+        .collect()
+}
+
+/// `cpuprof report --text ARGS` of spin as (name, flat, cum) rows.
+pub fn report_rows(args: &[&str]) -> Vec<(String, i64, i64)> {
+    let spin = spin().unwrap();
+    let text = cpuprof_testkit::run_stdout(
+        Command::new(cpuprof_binary())
+            .arg("report")
+            .arg("--text")
+            .args(args)
+            .arg(&spin.binary)
+            .arg(&spin.profile),
+    );
+    cpuprof_testkit::TextReport::parse(&text)
+        .rows
+        .into_iter()
+        .map(|r| (r.name, r.flat, r.cum))
+        .collect()
 }
 
 /// The `cpuprof` binary of this build (built first: this crate's tests
