@@ -90,8 +90,6 @@ struct State {
     down: Vec<(String, String)>,
     /// What no server had (build id and artifact), in order.
     missing: Vec<String>,
-    /// Requests given up because every server was down.
-    not_asked: usize,
     /// The run's warning was taken.
     warned: bool,
 }
@@ -307,8 +305,6 @@ impl Debuginfod {
         if let Ok(mut state) = self.inner.state.lock() {
             if answered_missing {
                 state.missing.push(format!("{id}/{artifact}"));
-            } else {
-                state.not_asked += 1;
             }
         }
         if answered_missing && !self.any_down() {
@@ -332,18 +328,12 @@ impl Debuginfod {
         }
         let message = if let Some((url, why)) = state.down.first() {
             let others = state.down.len() - 1;
-            let skipped = state.not_asked;
             format!(
-                "debuginfod: {url}: {why}{}; {} not fetched",
+                "debuginfod: {url}: {why}{}; not asked again in this run",
                 if others > 0 {
                     format!(" (and {others} other server{} down)", plural(others))
                 } else {
                     String::new()
-                },
-                if skipped > 0 {
-                    format!("{skipped} file{}", plural(skipped))
-                } else {
-                    "some files".to_string()
                 }
             )
         } else if !state.missing.is_empty() {
