@@ -336,9 +336,13 @@ fn unknown(word: &str, sample_types: &[String]) -> LineError {
 /// The word of `candidates` closest to `word`, if close enough to be a
 /// typo: at most one edit in four letters, at least one.
 pub fn closest<'a>(word: &str, candidates: &'a [String]) -> Option<&'a str> {
-    let limit = (word.chars().count() / 4).max(1);
+    let length = word.chars().count();
+    let limit = (length / 4).max(1);
     candidates
         .iter()
+        // The lengths' difference is a lower bound of the distance: a long
+        // pasted line costs nothing.
+        .filter(|c| c.chars().count().abs_diff(length) <= limit + 1)
         .map(|c| {
             let bare = c.trim_end_matches('=');
             (edit_distance(word, bare).min(edit_distance(word, c)), c)
