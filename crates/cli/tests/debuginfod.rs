@@ -658,3 +658,119 @@ fn list_fetches_a_source_that_is_not_here() {
     assert!(!out.contains("/* burn_a's hot loop */"), "{out}");
     assert!(out.contains("not found"), "{out}");
 }
+
+/// A loopback server that answers `/buildid/ID/debuginfo` with `body`
+/// slowly (20 pieces, 100 ms apart: a download of 2 s) and everything else
+/// with 404, until `stop` is set (at most 60 s).
+fn slow_server(
+    build_id: &str,
+    body: Vec<u8>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let wanted = format!("GET /buildid/{build_id}/debuginfo ");
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline && !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            let Ok((mut stream, _)) = listener.accept() else {
+                std::thread::sleep(Duration::from_millis(20));
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+            let mut request = Vec::new();
+            let mut buffer = [0u8; 4096];
+            while !request.windows(4).any(|w| w == b"\r\n\r\n") && request.len() < 65536 {
+                match stream.read(&mut buffer) {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => request.extend_from_slice(&buffer[..n]),
+                }
+            }
+            if !String::from_utf8_lossy(&request).starts_with(&wanted) {
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                );
+                continue;
+            }
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                body.len()
+            );
+            for piece in body.chunks(body.len().div_ceil(20)) {
+                if stream.write_all(piece).is_err() {
+                    break;
+                }
+                let _ = stream.flush();
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+    });
+    port
+}
+
+/// A download that lasts shows its progress on a terminal (tmux gives the
+/// command one), erased when done; on a pipe, nothing.
+#[test]
+fn download_progress_on_a_terminal_only() {
+    let Some(fixture) = fixture() else { return };
+    if !require_tool("tmux") {
+        return;
+    }
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let body = std::fs::read(&fixture.unstripped).unwrap();
+    let port = slow_server(&fixture.build_id, body, stop.clone());
+    let url = format!("http://127.0.0.1:{port}");
+    let dir = TempDir::new().unwrap();
+    let socket = dir.path().join("tmux.sock");
+    let tmux = |args: &[&str]| {
+        Command::new("tmux")
+            .arg("-S")
+            .arg(&socket)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let command = format!(
+        "DEBUGINFOD_URLS={url} DEBUGINFOD_CACHE_PATH='{}' '{}' report --text --lines '{}'; sleep 20",
+        dir.path().join("cache-tty").display(),
+        env!("CARGO_BIN_EXE_cpuprof"),
+        fixture.stripped_profile.display()
+    );
+    tmux(&["new-session", "-d", "-x", "200", "-y", "30", &command]);
+    let progress = format!("cpuprof: debuginfod: {}/debuginfo ", fixture.build_id);
+    let mut screen = String::new();
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && !screen.contains(&progress) {
+        std::thread::sleep(Duration::from_millis(50));
+        screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+    }
+    let seen = screen
+        .lines()
+        .find(|l| l.contains(&progress))
+        .map(str::to_string);
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline && !screen.contains("Total:") {
+        std::thread::sleep(Duration::from_millis(100));
+        screen = String::from_utf8_lossy(&tmux(&["capture-pane", "-p"]).stdout).into_owned();
+    }
+    tmux(&["kill-server"]);
+    let seen = seen.unwrap_or_else(|| panic!("no progress line:\n{screen}"));
+    assert!(seen.contains(" MB"), "{seen}");
+    assert!(screen.contains("Total:"), "{screen}");
+    assert!(screen.contains("burn_a "), "{screen}");
+    assert!(!screen.contains(&progress), "erased when done:\n{screen}");
+
+    // On a pipe: the same download, nothing on stderr.
+    let (out, err, status) = report(
+        &["--text", &fixture.stripped_profile.display().to_string()],
+        Some(&url),
+        &dir.path().join("cache-pipe"),
+    );
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.contains("burn_a"), "{out}");
+    assert_eq!(err, "", "nothing on a pipe");
+}
