@@ -20,7 +20,11 @@ fuzz_target!(|data: &[u8]| {
     assert!(addresses.len() <= words);
     let sent: Vec<String> = addresses.iter().map(|a| format!("{a:#x}")).collect();
     assert_eq!(http::symbol_addresses(sent.join("+").as_bytes()), addresses);
-    // Go pprof's GET form carries the same list in the query.
+    // The GET form (`/pprof/symbol?A+B`, which the endpoint also answers),
+    // with bare hex words.
     let query: Vec<String> = addresses.iter().map(|a| format!("{a:x}")).collect();
-    assert_eq!(http::symbol_addresses(query.join("+").as_bytes()), addresses);
+    assert_eq!(
+        http::symbol_addresses(query.join("+").as_bytes()),
+        addresses
+    );
 });

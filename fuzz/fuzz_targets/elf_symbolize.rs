@@ -16,7 +16,11 @@ fuzz_target!(|data: &[u8]| {
         debug_dirs: Vec::new(),
         ..Options::default()
     };
-    let Ok(binary) = Binary::parse(Path::new("/nonexistent/fuzz-input"), data.to_vec(), &options) else {
+    let Ok(binary) = Binary::parse(
+        Path::new("/nonexistent/fuzz-input"),
+        data.to_vec(),
+        &options,
+    ) else {
         return;
     };
     let _ = binary.build_id();

@@ -38,9 +38,12 @@ fuzz_target!(|data: &[u8]| {
         200 => {
             let saved = configs::read(&path);
             assert!(saved.len() <= 1);
-            let listed: serde_json::Value = serde_json::from_slice(&configs::list(Some(&path)).body)
-                .expect("the list is JSON");
-            assert_eq!(listed["configs"].as_array().map(Vec::len), Some(saved.len()));
+            let listed: serde_json::Value =
+                serde_json::from_slice(&configs::list(Some(&path)).body).expect("the list is JSON");
+            assert_eq!(
+                listed["configs"].as_array().map(Vec::len),
+                Some(saved.len())
+            );
             for (name, query) in &saved {
                 assert!(!name.is_empty() && name.len() <= 100 && !query.starts_with('?'));
             }
