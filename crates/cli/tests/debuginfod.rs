@@ -774,3 +774,46 @@ fn download_progress_on_a_terminal_only() {
     assert!(out.contains("burn_a"), "{out}");
     assert_eq!(err, "", "nothing on a pipe");
 }
+
+/// A gperftools profile records no build ids: the stripped file's own
+/// build id asks the server for its debug file.
+#[test]
+fn a_gperftools_profile_of_a_stripped_program_gets_its_debug_file_by_the_files_build_id() {
+    let Some(fixture) = fixture() else { return };
+    let agent = Path::new(env!("CARGO_BIN_EXE_cpuprof")).with_file_name("libcpuprof.so");
+    let profile = fixture.root.join("gperftools.prof");
+    let status = Command::new(fixture.root.join("run/burn"))
+        .arg("1")
+        .env("LD_PRELOAD", &agent)
+        .env("CPUPROFILE", &profile)
+        .env("CPUPROFILE_FREQUENCY", "250")
+        .env_remove("CPUPROFILE_HTTP")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let profile = profile.display().to_string();
+    let unstripped = fixture.unstripped.display().to_string();
+    let args = ["--text", "--lines", "--nodecount=1000"];
+    let (expected, err, status) = report(
+        &[args[0], args[1], args[2], &unstripped, &profile],
+        None,
+        &fixture.root.join("no-cache"),
+    );
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        has_line_row(&expected, "burn_a", &fixture.source),
+        "{expected}"
+    );
+    let server = Server::start(fixture);
+    let cache = fixture.root.join("cache-gperftools");
+    let (out, err, status) = report(
+        &[args[0], args[1], args[2], &profile],
+        Some(&server.url()),
+        &cache,
+    );
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(out, expected, "stderr: {err}");
+    assert!(cache.join(&fixture.build_id).join("debuginfo").is_file());
+}
