@@ -406,6 +406,22 @@ fn shell_tags_and_tagfocus_print_the_one_shots() {
             &[profile]
         )
     );
+    // The regexes of `tags` are tagfocus and tagignore, as in Go's shell.
+    assert_eq!(
+        shell("tags kind=light -worker=b\n", profile),
+        report(
+            &["--tags", "--tagfocus=kind=light", "--tagignore=worker=b"],
+            &[profile]
+        )
+    );
+    let (out, err, status) = {
+        let mut cmd = cpuprof();
+        cmd.arg("report").arg("-i").arg(profile);
+        texts(&run_with_stdin(&mut cmd, "tags -=x\ntags\n"))
+    };
+    assert_eq!(status, 1, "a script whose commands failed exits 1");
+    assert_eq!(err, "tagignore==x: the key before '=' is empty\n");
+    assert_eq!(out, report(&["--tags"], &[profile]));
     // `:` clears the label filters too.
     assert_eq!(
         shell("tagfocus=worker=a\n:\ntags\n", profile),
@@ -479,7 +495,10 @@ fn web_ui_url_parameters_carry_the_label_settings() {
         // The page's frame names (JSON): the pseudo-frame of the samples
         // without a worker, only with tagroot.
         let unknown = "\\u003cunknown\\u003e";
-        assert!(html.contains(unknown), "no <unknown> root in the flame graph");
+        assert!(
+            html.contains(unknown),
+            "no <unknown> root in the flame graph"
+        );
         assert!(!plain.contains(unknown));
         // A bad filter is refused with the option named.
         let (status, body) = get(&addr, "/ui/top?tf=%3D%28");

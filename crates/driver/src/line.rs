@@ -73,11 +73,12 @@ impl Invocation {
         if let Some(n) = self.count {
             config.set("nodecount", Some(&n.to_string()))?;
         }
+        let (focus_name, ignore_name) = self.filter_names();
         if let Some(focus) = &self.focus {
-            config.set("focus", Some(focus))?;
+            config.set(focus_name, Some(focus))?;
         }
         if let Some(ignore) = &self.ignore {
-            config.set("ignore", Some(ignore))?;
+            config.set(ignore_name, Some(ignore))?;
         }
         if self.cum {
             config.set("cum", None)?;
@@ -274,15 +275,29 @@ impl Invocation {
     /// Compiles the focus, ignore and command regexes: an error names the
     /// first that is not one.
     pub fn check_regexes(&self) -> Result<(), LineError> {
-        for (name, re) in [("focus", &self.focus), ("ignore", &self.ignore)] {
+        let (focus_name, ignore_name) = self.filter_names();
+        for (name, re) in [(focus_name, &self.focus), (ignore_name, &self.ignore)] {
             if let Some(re) = re {
-                settings::compile_regex(name, re).map_err(|e| LineError(e.to_string()))?;
+                let setting = settings::setting(name).expect("a filter setting");
+                setting.check(re).map_err(|e| LineError(e.to_string()))?;
             }
         }
         if let Some(re) = &self.regex {
             settings::compile_regex(self.command.name, re).map_err(|e| LineError(e.to_string()))?;
         }
         Ok(())
+    }
+}
+
+impl Invocation {
+    /// The settings the command's regexes set: `tagfocus`/`tagignore` for
+    /// `tags` (as Go pprof's shell), else `focus`/`ignore`.
+    fn filter_names(&self) -> (&'static str, &'static str) {
+        if self.command.output == Output::Tags {
+            ("tagfocus", "tagignore")
+        } else {
+            ("focus", "ignore")
+        }
     }
 }
 
