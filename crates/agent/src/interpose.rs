@@ -1,5 +1,6 @@
 //! libc's own definitions of the functions the agent interposes (`execve`
-//! and its family, `_exit`, `_Exit`, `pthread_create`): found with
+//! and its family, `_exit`, `_Exit`, `pthread_create`, `pthread_sigmask`,
+//! `sigprocmask`): found with
 //! `dlsym(RTLD_NEXT)` by a load-time constructor, so that the paths that
 //! use them never call the loader. Those paths may run where the loader
 //! must not be entered: in a `vfork` child (which shares the parent's
@@ -50,6 +51,8 @@ pub(crate) static EXECVEAT: NextDefinition = NextDefinition::new(c"execveat");
 pub(crate) static EXIT: NextDefinition = NextDefinition::new(c"_exit");
 pub(crate) static EXIT_UPPER: NextDefinition = NextDefinition::new(c"_Exit");
 pub(crate) static PTHREAD_CREATE: NextDefinition = NextDefinition::new(c"pthread_create");
+pub(crate) static PTHREAD_SIGMASK: NextDefinition = NextDefinition::new(c"pthread_sigmask");
+pub(crate) static SIGPROCMASK: NextDefinition = NextDefinition::new(c"sigprocmask");
 
 /// Resolves every definition at load (constructors may call `dlsym`).
 extern "C" fn resolve_at_load() {
@@ -63,6 +66,8 @@ extern "C" fn resolve_at_load() {
         &EXIT,
         &EXIT_UPPER,
         &PTHREAD_CREATE,
+        &PTHREAD_SIGMASK,
+        &SIGPROCMASK,
     ] {
         next.resolve();
     }

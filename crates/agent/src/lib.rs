@@ -41,11 +41,13 @@ mod modules;
 mod pprof_proto;
 mod profiler;
 pub mod server;
+mod sigmask;
 pub mod signal_path;
 mod symbols;
 mod thread_names;
 mod threads;
 pub mod timers;
+mod wall_driver;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -79,6 +79,8 @@ extern "C" fn trampoline(args: *mut c_void) -> *mut c_void {
 /// Registers the calling thread with its stack bounds and arms it if a
 /// session runs; arranges for [`on_thread_exit`] at its end.
 fn on_thread_start() {
+    // A mask inherited from a creator that blocked everything.
+    crate::sigmask::unblock_in_this_thread();
     let Some(sampler) = existing_sampler() else {
         return;
     };
@@ -189,7 +191,9 @@ pub(crate) fn arm_locked(sampler: &Sampler, arming: Arming, tid: i32) {
 /// True for the agent's own threads (the control thread, the HTTP
 /// endpoint's), which are never sampled.
 fn is_internal(tid: i32) -> bool {
-    tid == control_tid() || crate::server::is_server_thread(tid)
+    tid == control_tid()
+        || crate::server::is_server_thread(tid)
+        || crate::wall_driver::is_driver(tid)
 }
 
 /// The thread ids of this process, from `/proc/self/task`.
