@@ -538,3 +538,99 @@ fn a_bad_filter_is_one_line_naming_the_option() {
     );
     assert_eq!(status, 0, "{err}");
 }
+
+const THREADS_C: &str = r#"
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdio.h>
+volatile unsigned long sink;
+static void *work(void *arg) {
+    long n = (long)arg;
+    char name[16];
+    snprintf(name, sizeof name, "compute-%ld", n);
+    pthread_setname_np(pthread_self(), name);
+    for (unsigned long i = 0; i < 100000000UL * n; i++) sink += i;
+    return 0;
+}
+int main(void) {
+    pthread_t t[2];
+    for (long i = 0; i < 2; i++) pthread_create(&t[i], 0, work, (void *)(i + 1));
+    for (int i = 0; i < 2; i++) pthread_join(t[i], 0);
+    return 0;
+}
+"#;
+
+#[test]
+fn the_agents_thread_labels_read_as_go_pprof_reads_them() {
+    if !require_tool("gcc") || !require_tool("pprof") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let source = dir.path().join("threads.c");
+    std::fs::write(&source, THREADS_C).unwrap();
+    let program = cpuprof_testkit::compile(
+        "gcc",
+        &[&source],
+        &dir.path().join("threads"),
+        &["-O1", "-pthread"],
+    );
+    let profile = dir.path().join("threads.prof");
+    run_stdout(
+        cpuprof()
+            .args(["record", "--nodecount=0", "-o"])
+            .arg(&profile)
+            .arg("--")
+            .arg(&program),
+    );
+    // Byte for byte Go pprof's -tags, numeric thread ids included.
+    let tags = report(&["--tags"], &[&profile]);
+    assert_eq!(tags, pprof(&["-tags"], &profile));
+    assert!(
+        tags.contains(" thread_id: ") && tags.contains(": compute-2\n"),
+        "{tags}"
+    );
+    // One tower per thread; compute-2 worked twice as long as compute-1.
+    let collapsed = report(&["--tagroot=thread_name", "--collapsed"], &[&profile]);
+    let mut towers: BTreeMap<String, i64> = BTreeMap::new();
+    for line in collapsed.lines() {
+        let root = line.split(';').next().unwrap().to_string();
+        let value: i64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        *towers.entry(root).or_insert(0) += value;
+    }
+    let (one, two) = (towers["compute-1"], towers["compute-2"]);
+    assert!(two > one && two < 4 * one, "{towers:?}");
+    // The thread's id (a numeric label) selects what its name selects.
+    let id_line = tags
+        .lines()
+        .skip_while(|l| !l.starts_with(" thread_id:"))
+        .nth(1)
+        .unwrap();
+    let id = id_line.rsplit(' ').next().unwrap();
+    let by_id = report(
+        &["--collapsed", &format!("--tagfocus=thread_id=^{id}$")],
+        &[&profile],
+    );
+    let name_of = |id: &str| {
+        let traces = report(
+            &["--traces", &format!("--tagfocus=thread_id=^{id}$")],
+            &[&profile],
+        );
+        traces
+            .lines()
+            .find_map(|l| {
+                l.trim()
+                    .strip_prefix("thread_name:")
+                    .map(|n| n.trim().to_string())
+            })
+            .unwrap()
+    };
+    let by_name = report(
+        &[
+            "--collapsed",
+            &format!("--tagfocus=thread_name=^{}$", name_of(id)),
+        ],
+        &[&profile],
+    );
+    assert!(!by_id.is_empty());
+    assert_eq!(by_id, by_name);
+}
