@@ -817,3 +817,44 @@ fn a_gperftools_profile_of_a_stripped_program_gets_its_debug_file_by_the_files_b
     assert_eq!(out, expected, "stderr: {err}");
     assert!(cache.join(&fixture.build_id).join("debuginfo").is_file());
 }
+
+/// `--symbols` with a stripped program: its debug file by its build id.
+#[test]
+fn symbols_of_a_stripped_program_come_from_the_server() {
+    let Some(fixture) = fixture() else { return };
+    if !require_tool("nm") {
+        return;
+    }
+    let nm = Command::new("nm")
+        .arg(&fixture.unstripped)
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&nm.stdout).into_owned();
+    let address = |name: &str| -> String {
+        table
+            .lines()
+            .find(|l| l.split_whitespace().nth(2) == Some(name))
+            .and_then(|l| l.split_whitespace().next())
+            .map(|a| format!("0x{a}"))
+            .unwrap_or_else(|| panic!("no {name} in nm:\n{table}"))
+    };
+    let input = format!("{}\n{}\n", address("burn_a"), address("burn_b"));
+    let run = fixture.root.join("run/burn");
+    let symbols = |urls: Option<&str>, cache: &str| -> (String, String, i32) {
+        let mut cmd = cpuprof();
+        cmd.args(["report", "--symbols"])
+            .arg(&run)
+            .env("DEBUGINFOD_CACHE_PATH", fixture.root.join(cache));
+        if let Some(urls) = urls {
+            cmd.env("DEBUGINFOD_URLS", urls);
+        }
+        texts(&cpuprof_testkit::run_with_stdin(&mut cmd, &input))
+    };
+    let (out, err, status) = symbols(None, "cache-symbols-none");
+    assert_eq!(status, 0, "{err}");
+    assert!(!out.contains("burn_"), "{out}");
+    let server = Server::start(fixture);
+    let (out, err, status) = symbols(Some(&server.url()), "cache-symbols");
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(out, "burn_a\nburn_b\n", "{err}");
+}

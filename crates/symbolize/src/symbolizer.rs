@@ -160,6 +160,10 @@ impl Symbolizer {
             // gmon.out and DCPI record link-time addresses and no mappings.
             // (With mapped files, an address outside them is JIT code or
             // garbage, not a link-time address.)
+            let fetched = (!unmapped.is_empty() && !binary.has_debug_info())
+                .then(|| self.with_fetched_debuginfo(binary, &Mapping::default(), true))
+                .flatten();
+            let binary = fetched.as_ref().unwrap_or(binary);
             for &loc in &unmapped {
                 add(binary, (loc, profile.locations[loc].address));
             }
