@@ -168,24 +168,71 @@ impl FlameInput {
 /// their values as base values and no width of their own, so the widths are
 /// the profile's and the colours its change from the base. The total is
 /// the profile's, as `--text` prints it.
+///
+/// The names are interned in sorted order (so [`FrameTree::build`] can
+/// compare the interned ids as it would the names), and the samples are
+/// expanded in parallel chunks, added in their order.
 pub fn input_from_stacks(title: &str, stacks: &Stacks, base: Option<&Stacks>) -> FlameInput {
+    use rayon::prelude::*;
     let mut input = FlameInput::new(title, &unit_word(stacks), stacks.grand_total);
+    let mut names: Vec<&str> = stacks
+        .frames
+        .iter()
+        .chain(base.iter().flat_map(|b| b.frames.iter()))
+        .map(|f| f.name.as_str())
+        .collect();
+    names.par_sort_unstable();
+    names.dedup();
+    for name in &names {
+        input.frame_name(name);
+    }
     let add = |input: &mut FlameInput, of: &Stacks, is_base: bool| {
-        let names: Vec<FrameName> = of
+        // Each frame of `of` as its interned name (its rank in `names`).
+        let ids: Vec<u32> = of
             .frames
-            .iter()
-            .map(|f| input.frame_name(&f.name))
+            .par_iter()
+            .map(|f| names.binary_search(&f.name.as_str()).unwrap_or(0) as u32)
             .collect();
-        let mut frames = Vec::with_capacity(64);
-        of.for_each(|leaf_first, value| {
-            frames.clear();
-            frames.extend(leaf_first.iter().rev().map(|f| names[f.index()]));
-            if is_base {
-                input.add_stack(&frames, 0, Some(value));
-            } else {
-                input.add_stack(&frames, value, base.map(|_| 0));
+        // Chunks of samples expanded in parallel: each its frames (root
+        // first) and its stacks' lengths and values.
+        const CHUNK: usize = 16 * 1024;
+        type Chunk = (Vec<u32>, Vec<(u32, i64)>);
+        let chunks: Vec<Chunk> = (0..of.len().div_ceil(CHUNK))
+            .into_par_iter()
+            .map(|c| {
+                let range = c * CHUNK..((c + 1) * CHUNK).min(of.len());
+                let mut frames = Vec::with_capacity(range.len() * 24);
+                let mut lens = Vec::with_capacity(range.len());
+                let mut leaf_first = Vec::with_capacity(256);
+                for i in range {
+                    let value = of.expand(i, &mut leaf_first);
+                    frames.extend(leaf_first.iter().rev().map(|f| ids[f.index()]));
+                    lens.push((leaf_first.len() as u32, value));
+                }
+                (frames, lens)
+            })
+            .collect();
+        let frame_count: usize = chunks.iter().map(|(f, _)| f.len()).sum();
+        input.frames.reserve(frame_count);
+        input.stacks.reserve(of.len());
+        for (frames, lens) in chunks {
+            let mut at = input.frames.len();
+            input.frames.extend_from_slice(&frames);
+            for (len, value) in lens {
+                let (value, base_value) = if is_base {
+                    (0, Some(value))
+                } else {
+                    (value, base.map(|_| 0))
+                };
+                input.stacks.push(FlameStack {
+                    at: u32::try_from(at).unwrap_or(u32::MAX),
+                    len,
+                    value,
+                    base: base_value,
+                });
+                at += len as usize;
             }
-        });
+        }
     };
     add(&mut input, stacks, false);
     if let Some(base) = base {

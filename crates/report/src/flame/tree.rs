@@ -84,8 +84,12 @@ impl FrameTree {
         // the tree shares (all of it when they are equal, which sums them),
         // and new frames appear in preorder with children in name order. So
         // the tree is built in one pass with no lookups, and is already
-        // laid out.
-        let mut ranks: Vec<u32> = Vec::with_capacity(input.frames.len());
+        // laid out. When the input's names were interned in sorted order
+        // (as `input_from_stacks` does), its ids compare as the ranks do:
+        // the paths are read in place and mapped to ranks only for the
+        // frames kept.
+        let ids_are_ordered = input.names.windows(2).all(|w| w[0] < w[1]);
+        let mut own_ranks: Vec<u32> = Vec::new();
         let mut sorted: Vec<(u32, u32, i64, i64)> = Vec::with_capacity(input.stacks.len());
         for (index, stack) in input.stacks.iter().enumerate() {
             let base = stack.base.unwrap_or(0);
@@ -100,14 +104,63 @@ impl FrameTree {
             if stack.value == 0 && base == 0 {
                 continue;
             }
-            let at = u32::try_from(ranks.len()).map_err(|_| FlameError::Overflow)?;
             let frames = input.frames_of(stack);
-            ranks.extend(frames.iter().map(|&id| rank_of_id[id as usize]));
+            let at = if ids_are_ordered {
+                stack.at
+            } else {
+                let at = u32::try_from(own_ranks.len()).map_err(|_| FlameError::Overflow)?;
+                own_ranks.extend(frames.iter().map(|&id| rank_of_id[id as usize]));
+                at
+            };
             sorted.push((at, frames.len() as u32, stack.value, base));
         }
+        let ranks: &[u32] = if ids_are_ordered {
+            &input.frames
+        } else {
+            &own_ranks
+        };
+        let to_rank = |x: u32| {
+            if ids_are_ordered {
+                rank_of_id[x as usize]
+            } else {
+                x
+            }
+        };
         let path_of =
             |&(at, len, _, _): &(u32, u32, i64, i64)| &ranks[at as usize..(at + len) as usize];
-        sorted.par_sort_unstable_by(|a, b| path_of(a).cmp(path_of(b)));
+        // Sorting compares paths that mostly share a long prefix: every
+        // stack shares the first `common` frames, and as many of the next
+        // as fit are packed into a key kept beside the stack (each frame
+        // its id plus one, 0 past the stack's end), so that most
+        // comparisons read no path at all.
+        let common = sorted.first().map_or(0, |first| {
+            sorted
+                .par_iter()
+                .map(|s| common_prefix(path_of(first), path_of(s)))
+                .min()
+                .unwrap_or(0)
+        });
+        let bits = u128::BITS - (input.names.len() as u128 + 1).leading_zeros();
+        let key_frames = (u128::BITS / bits) as usize;
+        let mut sorted: Vec<(u128, (u32, u32, i64, i64))> = sorted
+            .into_par_iter()
+            .map(|s| {
+                let path = path_of(&s);
+                let mut key = 0u128;
+                for d in common..common + key_frames {
+                    key = key << bits | path.get(d).map_or(0, |&x| u128::from(x) + 1);
+                }
+                (key, s)
+            })
+            .collect();
+        let beyond_key = common + key_frames;
+        sorted.par_sort_unstable_by(|(ka, a), (kb, b)| {
+            ka.cmp(kb).then_with(|| {
+                let (a, b) = (path_of(a), path_of(b));
+                a[beyond_key.min(a.len())..].cmp(&b[beyond_key.min(b.len())..])
+            })
+        });
+        let sorted: Vec<(u32, u32, i64, i64)> = sorted.into_par_iter().map(|(_, s)| s).collect();
         // How much of each stack the next one shares: with what it shares
         // with the previous one, the frames beyond both are its own, a
         // chain as wide as its value, to be pruned whole if that is below
@@ -177,7 +230,7 @@ impl FrameTree {
                     .filter(|&i| i != u32::MAX)
                     .ok_or(FlameError::Overflow)?;
                 nodes.push(FrameNode {
-                    name,
+                    name: to_rank(name),
                     value: 0,
                     base: 0,
                     depth: path.len() as u32,
@@ -324,6 +377,42 @@ mod tests {
                 format!("{} {} {} {}", n.depth, tree.name_of(i), n.value, n.start)
             })
             .collect()
+    }
+
+    #[test]
+    fn ids_interned_in_name_order_build_the_same_tree() {
+        // Read in place when the ids are in name order (as
+        // input_from_stacks interns them), ranked otherwise: same tree,
+        // same pruning.
+        let stacks = [
+            ("main;b;c", 3),
+            ("main;a", 2),
+            ("main;b", 1),
+            ("x;a;c", 1),
+            ("main;b;c;d", 1),
+            ("all;main", 1),
+        ];
+        let unordered = input(&stacks);
+        assert!(unordered.names.windows(2).any(|w| w[0] > w[1]));
+        let mut ordered = FlameInput::new("test", "samples", 0);
+        let mut names: Vec<&str> = stacks.iter().flat_map(|(s, _)| s.split(';')).collect();
+        names.sort_unstable();
+        names.dedup();
+        for name in &names {
+            ordered.frame_name(name);
+        }
+        for (stack, value) in &stacks {
+            let frames: Vec<&str> = stack.split(';').collect();
+            ordered.add_stack_names(&frames, *value, None);
+            ordered.total += value;
+        }
+        for min in [0.0, 0.15, 0.3] {
+            let a = FrameTree::build_pruned(&unordered, min).unwrap();
+            let b = FrameTree::build_pruned(&ordered, min).unwrap();
+            assert_eq!(dump(&a), dump(&b), "{min}");
+            assert_eq!(a.pruned(), b.pruned(), "{min}");
+            assert_eq!(a.names(), b.names());
+        }
     }
 
     #[test]
