@@ -86,6 +86,9 @@ pub(crate) fn sampler() -> &'static Sampler {
                 timer: AtomicU64::new(u64::MAX),
                 via_pthread_create: AtomicBool::new(false),
                 cpu_mark: AtomicU64::new(0),
+                pending: AtomicU64::new(0),
+                last_entry: AtomicU64::new(0),
+                last_hash: AtomicU64::new(0),
             })
             .collect(),
         running: AtomicBool::new(false),

@@ -47,6 +47,7 @@ mod symbols;
 mod thread_names;
 mod threads;
 pub mod timers;
+mod wall_driver;
 mod writer;
 
 use std::path::{Path, PathBuf};

@@ -179,9 +179,11 @@ pub(crate) fn encode(
         let mut sample = Message::default();
         sample.packed(1, &ids);
         sample.packed(2, &[count, count.saturating_mul(window.period_ns)]);
-        if labels != 0 {
+        if tag_tid(labels) != 0 {
             let tid = tag_tid(labels).to_string();
             sample.bytes(3, &label(&mut strings, "thread_id", &tid));
+        }
+        if labels != 0 {
             let name = name_index(labels)
                 .checked_sub(1)
                 .and_then(|i| window.names.get(i));

@@ -340,6 +340,11 @@ fn start_locked(
             }
         }
     }
+    if clock == Trigger::WallClock {
+        if let Err(e) = crate::wall_driver::start(period_ns, settings.signal) {
+            diag(&format!("realtime mode: {e}"));
+        }
+    }
     let maps = modules::read_maps();
     let owner = SignalOwner {
         signal: if clock == Trigger::ProcessItimer {
@@ -504,8 +509,10 @@ fn disarm_all(sampler: &Sampler, session: &Session) {
         let handle = slot.timer.swap(u64::MAX, Ordering::AcqRel);
         timers::disarm_thread(session.clock, handle);
     }
-    if session.clock == Trigger::ProcessItimer {
-        timers::disarm_process_itimer();
+    match session.clock {
+        Trigger::ProcessItimer => timers::disarm_process_itimer(),
+        Trigger::WallClock => crate::wall_driver::stop(),
+        _ => {}
     }
 }
 
@@ -661,8 +668,10 @@ fn rearm_all(sampler: &Sampler, session: &mut Session) -> io::Result<()> {
     let period_ns = session.settings.period_ns();
     let signal = session.settings.signal;
     sampler.running.store(true, Ordering::Release);
-    if session.clock == Trigger::ProcessItimer {
-        timers::arm_process_itimer(period_ns)?;
+    match session.clock {
+        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns)?,
+        Trigger::WallClock => crate::wall_driver::start(period_ns, signal)?,
+        _ => {}
     }
     let arming = Arming {
         clock: session.clock,
@@ -1405,6 +1414,7 @@ extern "C" fn fork_child() {
         return;
     };
     CONTROL_TID.store(0, Ordering::Release);
+    crate::wall_driver::forget_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
     control.window = None;
     let Some(sampler) = existing_sampler() else {
@@ -1463,10 +1473,17 @@ extern "C" fn fork_child() {
                 }
             }
             *threads = arming;
+            let (session_clock, signal) = (session.clock, session.settings.signal);
             control.session = Some(session);
+            let wall = session_clock == Trigger::WallClock;
             drop(threads);
             drop(control);
             ensure_control_thread(sampler);
+            if wall {
+                if let Err(e) = crate::wall_driver::start(period_ns, signal) {
+                    diag(&format!("forked child: realtime mode: {e}"));
+                }
+            }
         }
         Err(e) => {
             sampler.running.store(false, Ordering::Release);

@@ -79,10 +79,10 @@ impl ThreadNames {
 
     /// The labels of a drained sample: its tag plus its thread's name.
     pub(crate) fn label(&mut self, tag: u64) -> u64 {
-        if tag == 0 {
-            return 0;
-        }
         let tid = tag_tid(tag);
+        if tid == 0 {
+            return tag;
+        }
         let id = match self.current.get(&tid) {
             Some(&id) => id,
             None => {

@@ -191,7 +191,9 @@ pub(crate) fn arm_locked(sampler: &Sampler, arming: Arming, tid: i32) {
 /// True for the agent's own threads (the control thread, the HTTP
 /// endpoint's), which are never sampled.
 fn is_internal(tid: i32) -> bool {
-    tid == control_tid() || crate::server::is_server_thread(tid)
+    tid == control_tid()
+        || crate::server::is_server_thread(tid)
+        || crate::wall_driver::is_driver(tid)
 }
 
 /// The thread ids of this process, from `/proc/self/task`.

@@ -14,10 +14,9 @@
 //! 3. **`setitimer(ITIMER_PROF)`**: one process-wide timer, as libprofiler
 //!    does; tick-bound.
 //!
-//! Realtime (wall-clock) mode gives every thread its own
-//! `timer_create(CLOCK_MONOTONIC)` timer (`SIGEV_THREAD_ID`, no
-//! descriptor), so each thread is sampled at the rate of wall time whether
-//! it runs or waits.
+//! Realtime (wall-clock) mode samples every thread at the rate of wall
+//! time, running or waiting, from one driver thread
+//! (`src/wall_driver.rs`); no timer per thread.
 
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -34,7 +33,7 @@ pub(crate) enum Trigger {
     ThreadCpuTimer,
     /// `setitimer(ITIMER_PROF)`.
     ProcessItimer,
-    /// Per-thread wall-clock POSIX timers (`CLOCK_MONOTONIC`).
+    /// Wall time, every thread, from the wall-clock driver thread.
     WallClock,
 }
 
@@ -50,7 +49,7 @@ impl Trigger {
             } => "perf task-clock (user time only)",
             Trigger::ThreadCpuTimer => "per-thread POSIX CPU timers",
             Trigger::ProcessItimer => "setitimer(ITIMER_PROF)",
-            Trigger::WallClock => "per-thread wall-clock POSIX timers",
+            Trigger::WallClock => "wall-clock driver thread",
         }
     }
 
@@ -91,6 +90,8 @@ const PERF_EVENT_IOC_ID: libc::c_ulong = 0x8008_2407;
 /// are POSIX timer ids. `u64::MAX` (no handle) never collides: a
 /// descriptor is below 2^31.
 const PERF_HANDLE: u64 = 1 << 63;
+/// The handle of a thread the wall-clock driver samples (no timer).
+pub(crate) const WALL_DRIVEN: u64 = 1 << 62;
 
 /// perf event descriptors held now.
 static PERF_FDS: AtomicUsize = AtomicUsize::new(0);
@@ -413,7 +414,8 @@ pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) 
         Trigger::ThreadCpuTimer => {
             arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
         }
-        Trigger::WallClock => arm_posix_timer(libc::CLOCK_MONOTONIC, Some(tid), period_ns, signal),
+        // Driven by the wall-clock driver thread (src/wall_driver.rs).
+        Trigger::WallClock => Ok(WALL_DRIVEN),
         Trigger::ProcessItimer => Ok(u64::MAX),
     }
 }
@@ -429,7 +431,7 @@ pub(crate) fn arm_thread_timer(tid: i32, period_ns: u64, signal: i32) -> io::Res
 /// counted as lost. Pending signals may still arrive; the handler ignores
 /// them once the session has stopped.
 pub(crate) fn disarm_thread(_clock: Trigger, handle: u64) {
-    if handle == u64::MAX {
+    if handle == u64::MAX || handle == WALL_DRIVEN {
         return;
     }
     if is_perf_handle(handle) {

@@ -1,8 +1,9 @@
 /* Wall-clock sampling: thread "spinner" spins for ARGV[1] seconds of wall
  * time (default 2) in spin_wall; thread "reader" blocks in read() on a
  * pipe in wait_for_pipe for the same time, until the main thread writes
- * to it. Prints "read N" (the reader's result) and "spun S" (the
- * spinner's wall seconds). */
+ * to it. Prints "read N" (the reader's result), "spun S" (the
+ * spinner's wall seconds) and "spinner cpu S" (its CPU seconds: on a busy
+ * machine it is not on CPU all the time it spins). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdio.h>
@@ -12,7 +13,7 @@
 
 static double seconds = 2.0;
 static int pipe_fds[2];
-static double spun;
+static double spun, spun_cpu;
 static long got;
 
 static double now(void) {
@@ -26,6 +27,9 @@ __attribute__((noinline)) static double spin_wall(double wall) {
     while (now() - start < wall)
         for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 1e-9;
     spun = now() - start;
+    struct timespec cpu;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &cpu);
+    spun_cpu = cpu.tv_sec + cpu.tv_nsec / 1e9;
     return x;
 }
 
@@ -63,6 +67,6 @@ int main(int argc, char **argv) {
     if (write(pipe_fds[1], "x", 1) != 1) return 3;
     pthread_join(threads[0], NULL);
     pthread_join(threads[1], NULL);
-    printf("read %ld\nspun %.3f\n", got, spun);
+    printf("read %ld\nspun %.3f\nspinner cpu %.3f\n", got, spun, spun_cpu);
     return 0;
 }
