@@ -44,6 +44,8 @@ pub struct App {
     configs: Option<PathBuf>,
     /// Each sample type's total over every sample (the legend's total).
     totals: Vec<i64>,
+    /// The download of the URL with no setting, once made.
+    unfiltered_download: std::sync::OnceLock<Vec<u8>>,
 }
 
 impl App {
@@ -70,6 +72,7 @@ impl App {
             url,
             configs: configs::default_path(),
             totals,
+            unfiltered_download: std::sync::OnceLock::new(),
         }
     }
 
@@ -194,14 +197,27 @@ impl App {
     }
 
     /// The current profile: the samples the URL's filters keep, as
-    /// gzipped profile.proto.
+    /// gzipped profile.proto. The URL with no setting (the command line's
+    /// profile) is encoded once and its bytes kept.
     fn download(&self, config: &Config) -> Response {
-        let profile = self.session.filtered_profile(config);
-        let bytes = profile.and_then(|p| {
-            let mut out = Vec::new();
-            cpuprof_profile::proto::write(&p, &mut out)?;
-            Ok(out)
-        });
+        let encode = || -> Result<Vec<u8>> {
+            let profile = self.session.filtered_profile(config)?;
+            let mut raw = Vec::new();
+            cpuprof_profile::proto::write_raw(&profile, &mut raw)?;
+            drop(profile);
+            Ok(gzip_parallel(&raw))
+        };
+        let bytes = if *config == self.config {
+            match self.unfiltered_download.get() {
+                Some(bytes) => Ok(bytes.clone()),
+                None => encode().map(|bytes| {
+                    let _ = self.unfiltered_download.set(bytes.clone());
+                    bytes
+                }),
+            }
+        } else {
+            encode()
+        };
         match bytes {
             Ok(bytes) => {
                 let mut r = Response::new(200, "application/octet-stream", bytes);
@@ -504,6 +520,30 @@ impl App {
     }
 }
 
+/// `raw` gzipped as Go pprof and our reader read it, compressed in
+/// parallel: one gzip member per 4 MiB part (RFC 1952 allows a file of
+/// several members; readers decompress them as one stream), each at the
+/// fast level, as `proto::write` does.
+pub fn gzip_parallel(raw: &[u8]) -> Vec<u8> {
+    use rayon::prelude::*;
+    use std::io::Write as _;
+    const PART: usize = 4 << 20;
+    let member = |part: &[u8]| {
+        let mut gz = flate2::write::GzEncoder::new(
+            Vec::with_capacity(part.len() + part.len() / 8 + 64),
+            flate2::Compression::fast(),
+        );
+        // Writing to memory cannot fail.
+        let _ = gz.write_all(part);
+        gz.finish().unwrap_or_default()
+    };
+    if raw.is_empty() {
+        return member(raw);
+    }
+    let members: Vec<Vec<u8>> = raw.par_chunks(PART).map(member).collect();
+    members.concat()
+}
+
 fn method_not_allowed(allow: &str) -> Response {
     let mut r = Response::text(405, "method not allowed\n");
     r.headers.push(("Allow", allow.to_string()));
@@ -611,6 +651,22 @@ mod tests {
         assert!(!line_has_samples(
             "ROUTINE ====================== burn_a in /x.c"
         ));
+    }
+
+    #[test]
+    fn parallel_gzip_reads_back_as_one_stream() {
+        use std::io::Read as _;
+        // Parts of 4 MiB: none, one, and three members.
+        for len in [0usize, 1000, (4 << 20) * 2 + 12345] {
+            let raw: Vec<u8> = (0..len).map(|i| (i * 7 + i / 1000) as u8).collect();
+            let gz = gzip_parallel(&raw);
+            assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+            let mut back = Vec::new();
+            flate2::read::MultiGzDecoder::new(&gz[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert_eq!(back, raw, "{len}");
+        }
     }
 
     #[test]
