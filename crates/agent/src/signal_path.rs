@@ -182,8 +182,9 @@ pub(crate) enum Dropped {
 }
 
 impl StackTable {
-    /// Adds `weight` to the count of (`stack`, `tag`).
-    fn record(&self, stack: &[u64], tag: u64, weight: u64) -> Result<(), Dropped> {
+    /// Adds `weight` to the count of (`stack`, `tag`); returns the entry's
+    /// index and hash.
+    fn record(&self, stack: &[u64], tag: u64, weight: u64) -> Result<(usize, u64), Dropped> {
         let hash = hash_sample(stack, tag);
         let mask = self.entries.len() - 1;
         let mut index = (hash as usize) & mask;
@@ -197,7 +198,7 @@ impl StackTable {
                 && self.stored_equals(entry, stack)
             {
                 entry.count.fetch_add(weight, Ordering::Relaxed);
-                return Ok(());
+                return Ok((index, hash));
             }
             if current == 0
                 && entry
@@ -205,7 +206,9 @@ impl StackTable {
                     .compare_exchange(0, CLAIMED, Ordering::Acquire, Ordering::Relaxed)
                     .is_ok()
             {
-                return self.fill(entry, hash, stack, tag, weight);
+                return self
+                    .fill(entry, hash, stack, tag, weight)
+                    .map(|()| (index, hash));
             }
             index = (index + 1) & mask;
         }
@@ -299,6 +302,19 @@ pub(crate) struct ThreadSlot {
     /// 0 until its first signal. Written only by the thread's own handler
     /// and by whoever arms its timer.
     pub(crate) cpu_mark: AtomicU64,
+    /// Wall-clock mode: periods the driver has signalled the thread for
+    /// and its handler has not yet taken (the weight of its next sample).
+    pub(crate) pending: AtomicU64,
+    /// The table entry of the thread's last sample ([`last_entry`]) and
+    /// that entry's hash (0: none), so that the wall-clock driver can count
+    /// another period of a thread that has not run since on it.
+    pub(crate) last_entry: AtomicU64,
+    pub(crate) last_hash: AtomicU64,
+}
+
+/// A table side and an entry index as one word.
+fn last_entry(side: usize, index: usize) -> u64 {
+    (side as u64) << 32 | index as u64
 }
 
 impl ThreadSlot {
@@ -306,6 +322,8 @@ impl ThreadSlot {
     /// afresh.
     pub(crate) fn armed(&self, handle: u64) {
         self.cpu_mark.store(0, Ordering::Relaxed);
+        self.pending.store(0, Ordering::Relaxed);
+        self.last_hash.store(0, Ordering::Relaxed);
         self.timer.store(handle, Ordering::Release);
     }
 }
@@ -476,10 +494,12 @@ fn sample_signal(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t, ucontex
     } else {
         0
     };
+    // Unlabelled wall-clock samples keep their state (with tid 0): the
+    // wall-clock driver repeats only waiting ones.
     let tag = if sampler.label_threads.load(Ordering::Relaxed) {
         sample_tag(me.tid, state)
     } else {
-        0
+        sample_tag(0, state)
     };
     take_sample(sampler, me, ucontext, weight, tag);
     if wall_period != 0 {
@@ -585,6 +605,13 @@ const MAX_WEIGHT: u64 = 10_000;
 /// POSIX timers: 1 + the timer's overrun (how many expirations were merged
 /// into this signal). perf task-clock: see [`cpu_time_weight`].
 fn sample_weight(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t) -> Option<u64> {
+    if sampler.wall_period_ns.load(Ordering::Relaxed) != 0 {
+        // The wall-clock driver counted the periods it signalled for.
+        let pending = me
+            .slot
+            .map_or(0, |slot| slot.pending.swap(0, Ordering::AcqRel));
+        return Some(pending.clamp(1, MAX_WEIGHT));
+    }
     let cpu_period = sampler.cpu_clock_period_ns.load(Ordering::Relaxed);
     if cpu_period != 0 {
         return cpu_time_weight(sampler, me, cpu_period);
@@ -675,12 +702,16 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
     let mut stack = [0u64; MAX_DEPTH];
     let depth = capture_stack(sampler, me, ucontext, &mut stack);
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
-        let table = sampler
-            .tables
-            .get(sampler.active_table.load(Ordering::Acquire) & 1);
+        let active = sampler.active_table.load(Ordering::Acquire) & 1;
+        let table = sampler.tables.get(active);
         match table.map(|t| t.record(captured, tag, weight)) {
-            Some(Ok(())) => {
+            Some(Ok((index, hash))) => {
                 stats.samples.fetch_add(weight, Ordering::Relaxed);
+                if let Some(slot) = me.slot {
+                    slot.last_entry
+                        .store(last_entry(active, index), Ordering::Relaxed);
+                    slot.last_hash.store(hash, Ordering::Release);
+                }
             }
             Some(Err(Dropped::TableFull)) | None => {
                 stats.dropped_full.fetch_add(weight, Ordering::Relaxed);
@@ -693,6 +724,40 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
         }
     }
     sampler.gate.leave(side);
+}
+
+/// For the wall-clock driver (a thread, not a handler, but lock-free all
+/// the same): counts `weight` more periods on the last sample of a thread
+/// that has not run since, if that sample is still in the active table
+/// and says the thread was waiting. False when the thread must be
+/// signalled for a fresh sample instead.
+pub(crate) fn repeat_waiting_sample(sampler: &Sampler, slot: &ThreadSlot, weight: u64) -> bool {
+    let hash = slot.last_hash.load(Ordering::Acquire);
+    if hash == 0 {
+        return false;
+    }
+    let Some(side) = sampler.gate.enter() else {
+        return false;
+    };
+    let last = slot.last_entry.load(Ordering::Relaxed);
+    let active = sampler.active_table.load(Ordering::Acquire) & 1;
+    let mut repeated = false;
+    if (last >> 32) as usize == active {
+        let entry = sampler
+            .tables
+            .get(active)
+            .and_then(|t| t.entries.get((last & 0xffff_ffff) as usize));
+        if let Some(entry) = entry {
+            let waiting = tag_state(entry.tag.load(Ordering::Relaxed)) == STATE_WAITING;
+            if entry.hash.load(Ordering::Acquire) == hash && waiting {
+                entry.count.fetch_add(weight, Ordering::Relaxed);
+                sampler.stats.samples.fetch_add(weight, Ordering::Relaxed);
+                repeated = true;
+            }
+        }
+    }
+    sampler.gate.leave(side);
+    repeated
 }
 
 /// Registers of the interrupted context (x86-64 glibc `ucontext_t`).
