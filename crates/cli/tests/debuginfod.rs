@@ -858,3 +858,52 @@ fn symbols_of_a_stripped_program_come_from_the_server() {
     assert_eq!(status, 0, "{err}");
     assert_eq!(out, "burn_a\nburn_b\n", "{err}");
 }
+
+/// A build id no server has: one warning naming what was missing, an
+/// empty file in the cache marks the miss (as elfutils does), and the next
+/// run does not ask again.
+#[test]
+fn a_build_id_no_server_has_is_one_warning_and_is_not_asked_again() {
+    let Some(fixture) = fixture() else { return };
+    let fake = "00112233445566778899aabbccddeeff00112233";
+    let data = std::fs::read(&fixture.gone_profile).unwrap();
+    let mut profile = cpuprof_profile::proto::read(&data).unwrap();
+    let gone = fixture.root.join("gone/burn").display().to_string();
+    for m in &mut profile.mappings {
+        if m.path == gone {
+            m.build_id = fake.into();
+        }
+    }
+    let path = fixture.root.join("unknown-build.pb.gz");
+    let mut out = Vec::new();
+    cpuprof_profile::proto::write(&profile, &mut out).unwrap();
+    std::fs::write(&path, out).unwrap();
+    let path = path.display().to_string();
+
+    let server = Server::start(fixture);
+    let cache = fixture.root.join("cache-unknown");
+    let (out, err, status) = report(&["--text", &path], Some(&server.url()), &cache);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.starts_with("Total:"), "{out}");
+    assert_eq!(
+        debuginfod_lines(&err),
+        [format!(
+            "cpuprof: warning: debuginfod: 2 files on no server ({fake}/executable, {fake}/debuginfo)"
+        )],
+        "{err}"
+    );
+    assert!(err.contains(&format!("{gone}: not found")), "{err}");
+    for name in ["executable", "debuginfo"] {
+        let miss = cache.join(fake).join(name);
+        assert_eq!(std::fs::metadata(&miss).map(|m| m.len()).ok(), Some(0));
+    }
+    let asked = |log: &[String]| log.iter().filter(|r| r.contains(fake)).count();
+    assert_eq!(asked(&server.requests()), 2, "{:?}", server.requests());
+
+    // Again: the cached misses answer; nothing asked, nothing said.
+    let (again, err, status) = report(&["--text", &path], Some(&server.url()), &cache);
+    assert_eq!(status, 0, "{err}");
+    assert_eq!(again, out);
+    assert!(debuginfod_lines(&err).is_empty(), "{err}");
+    assert_eq!(asked(&server.requests()), 2, "{:?}", server.requests());
+}
