@@ -5,6 +5,8 @@
 
 use std::fmt::Write;
 
+use rayon::prelude::*;
+
 use super::layout::*;
 use super::svg::xml;
 use super::{FlameOrientation, Page};
@@ -109,17 +111,32 @@ fn write_data(out: &mut String, page: &Page) {
         json_string(out, colour);
     }
     out.push_str("],\"nodes\":[");
-    for (i, node) in tree.nodes().iter().enumerate() {
-        if i > 0 {
-            out.push(',');
-        }
-        push_int(out, node.name as i64);
-        out.push(',');
-        push_int(out, node.value);
-        out.push(',');
-        push_int(out, node.depth as i64);
-        out.push(',');
-        push_int(out, page.node_color[i] as i64);
+    // Millions of numbers on a big tree: written in parallel parts.
+    let parts: Vec<String> = tree
+        .nodes()
+        .par_chunks(NODES_PER_PART)
+        .enumerate()
+        .map(|(part, nodes)| {
+            let mut text = String::with_capacity(nodes.len() * 24);
+            for (j, node) in nodes.iter().enumerate() {
+                let i = part * NODES_PER_PART + j;
+                if i > 0 {
+                    text.push(',');
+                }
+                push_int(&mut text, node.name as i64);
+                text.push(',');
+                push_int(&mut text, node.value);
+                text.push(',');
+                push_int(&mut text, node.depth as i64);
+                text.push(',');
+                push_int(&mut text, page.node_color[i] as i64);
+            }
+            text
+        })
+        .collect();
+    out.reserve(parts.iter().map(String::len).sum());
+    for part in &parts {
+        out.push_str(part);
     }
     out.push(']');
     if tree.is_diff() {
@@ -152,9 +169,11 @@ fn push_int(out: &mut String, value: i64) {
     if value < 0 {
         out.push('-');
     }
-    // The digits are ASCII.
-    out.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    out.extend(digits[at..].iter().map(|&d| char::from(d)));
 }
+
+/// Nodes written per parallel part of the page's data.
+const NODES_PER_PART: usize = 1 << 16;
 
 /// A JSON string that cannot end the page's `<script>` element.
 fn json_string(out: &mut String, text: &str) {
