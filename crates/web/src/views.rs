@@ -210,9 +210,8 @@ impl App {
         let bytes = if *config == self.config {
             match self.unfiltered_download.get() {
                 Some(bytes) => Ok(bytes.clone()),
-                None => encode().map(|bytes| {
+                None => encode().inspect(|bytes| {
                     let _ = self.unfiltered_download.set(bytes.clone());
-                    bytes
                 }),
             }
         } else {
