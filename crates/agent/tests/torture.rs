@@ -1,0 +1,1075 @@
+//! The agent's torture suite (issue 14, item 3): real programs, each run
+//! without and with the agent (`LD_PRELOAD=libcpuprof.so CPUPROFILE=…`).
+//! Every scenario checks that the host does exactly what it does alone —
+//! the same stdout, the same exit status, the same stderr apart from the
+//! agent's own `PROFILE:`/`cpuprof:` lines — and, where the work is fixed,
+//! that its CPU time stays within [`CPU_BAR`]; and that the agent left
+//! readable profiles (cpuprof-profile's reader, our report) whose sample
+//! counts fit the CPU time the programs used.
+//!
+//! Two scenarios of the issue live in `tests/host_resources.rs` and are
+//! not repeated here: 900 threads under `ulimit -n 1024` open as many files
+//! with the agent as without it
+//! (`nine_hundred_threads_open_as_many_files_with_the_agent`), and a
+//! program's own SIGPROF handler and `ITIMER_PROF` run as often with the
+//! agent (`own_sigprof_handler_runs_as_often_and_the_agent_still_samples`);
+//! the same file has threads blocking every signal under a small
+//! `RLIMIT_SIGPENDING`.
+//!
+//! `CPUPROF_TORTURE_LONG=1` runs the long variants: xz on 50 MB instead of
+//! 8 MB, 10,000 threads instead of 2,000.
+//! `cargo test --release -p cpuprof --test torture -- --nocapture` prints
+//! each scenario's figures.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::os::unix::process::ExitStatusExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::Instant;
+
+use common::*;
+
+/// CPU time (user + system, the whole process tree) with the agent at its
+/// default 100 Hz over without, for a fixed amount of work: the agent's
+/// measured overhead is 1–1.5% at 100 Hz and 5–6% at 1000 Hz
+/// (`scripts/bench-agent`); the bar leaves room for a shared 2-core host.
+/// It is a guard against pathologies (a storm of signals, a wait per
+/// thread or per process), not a benchmark.
+const CPU_BAR: f64 = 1.25;
+
+/// The scenarios run one at a time: on 2 cores, parallel runs would
+/// measure each other (CPU time, steal, a thread waiting for a core).
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn long() -> bool {
+    std::env::var_os("CPUPROF_TORTURE_LONG").is_some_and(|v| v != "0")
+}
+
+/// One run of a host program.
+struct Run {
+    status: ExitStatus,
+    stdout: Vec<u8>,
+    stderr: String,
+    /// User + system CPU seconds of the process and its reaped children.
+    cpu: f64,
+    wall: f64,
+}
+
+impl Run {
+    /// stderr without the agent's own lines.
+    fn host_stderr(&self) -> String {
+        self.stderr
+            .lines()
+            .filter(|l| !l.starts_with("PROFILE: ") && !l.starts_with("cpuprof: "))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    }
+
+    /// The agent's `cpuprof:` lines.
+    fn agent_lines(&self) -> Vec<&str> {
+        self.stderr
+            .lines()
+            .filter(|l| l.starts_with("cpuprof: "))
+            .collect()
+    }
+}
+
+/// Runs `cmd` (stdin from /dev/null, or `input`), collecting its output,
+/// exit status, the CPU time of its process tree (`wait4`) and wall time.
+// The child is reaped by wait4 (for its rusage), not Child::wait.
+#[allow(clippy::zombie_processes)]
+fn measure(cmd: &mut Command, input: Option<&[u8]>) -> Run {
+    cmd.stdin(if input.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
+    let start = Instant::now();
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    let pid = child.id() as libc::pid_t;
+    let feeder = input.map(|data| {
+        let data = data.to_vec();
+        let mut stdin = child.stdin.take().unwrap();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&data);
+        })
+    });
+    let mut stdout_pipe = child.stdout.take().unwrap();
+    let mut stderr_pipe = child.stderr.take().unwrap();
+    let stderr_reader = std::thread::spawn(move || {
+        let mut buffer = Vec::new();
+        stderr_pipe.read_to_end(&mut buffer).unwrap();
+        buffer
+    });
+    let mut stdout = Vec::new();
+    stdout_pipe.read_to_end(&mut stdout).unwrap();
+    let stderr = stderr_reader.join().unwrap();
+    if let Some(feeder) = feeder {
+        feeder.join().unwrap();
+    }
+    let mut status = 0;
+    // SAFETY: rusage is a plain struct; we reap our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let rc = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(rc, pid, "wait4");
+    let wall = start.elapsed().as_secs_f64();
+    let seconds = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Run {
+        status: ExitStatus::from_raw(status),
+        stdout,
+        stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        cpu: seconds(usage.ru_utime) + seconds(usage.ru_stime),
+        wall,
+    }
+}
+
+/// Adds the agent to `cmd`: LD_PRELOAD, `CPUPROFILE=profile` at `hz`
+/// (as `common::preloaded`, for any command).
+fn with_agent<'a>(cmd: &'a mut Command, profile: &Path, hz: u32) -> &'a mut Command {
+    cmd.env("LD_PRELOAD", agent_lib())
+        .env("CPUPROFILE", profile)
+        .env("CPUPROFILE_FREQUENCY", hz.to_string())
+        .env_remove("CPUPROFILE_USE_PID")
+        .env_remove("CPUPROFILE_REALTIME")
+        .env_remove("CPUPROFILE_TIMER");
+    if let Ok(timer) = std::env::var("CPUPROF_TEST_TIMER") {
+        cmd.env("CPUPROFILE_TIMER", timer);
+    }
+    cmd
+}
+
+/// A command with none of the agent's variables (the test may itself run
+/// under them).
+fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for var in [
+        "LD_PRELOAD",
+        "CPUPROFILE",
+        "CPUPROFILE_FREQUENCY",
+        "CPUPROFILE_USE_PID",
+        "CPUPROFILE_REALTIME",
+        "CPUPROFILE_TIMER",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// Runs the command `make()` builds without the agent, then with it
+/// (profile `profile` at `hz`), and asserts the host did the same: exit
+/// status, stdout, stderr apart from the agent's lines.
+fn run_both(
+    what: &str,
+    make: &dyn Fn() -> Command,
+    input: Option<&[u8]>,
+    profile: &Path,
+    hz: u32,
+) -> (Run, Run) {
+    let without = measure(&mut make(), input);
+    let with = measure(with_agent(&mut make(), profile, hz), input);
+    assert_same_host_behaviour(what, &without, &with);
+    (without, with)
+}
+
+fn assert_same_host_behaviour(what: &str, without: &Run, with: &Run) {
+    assert_eq!(
+        without.status, with.status,
+        "{what}: exit status without the agent {} and with it {}\nstderr with it:\n{}",
+        without.status, with.status, with.stderr
+    );
+    if without.stdout != with.stdout {
+        let first = without
+            .stdout
+            .iter()
+            .zip(&with.stdout)
+            .position(|(a, b)| a != b)
+            .unwrap_or(without.stdout.len().min(with.stdout.len()));
+        panic!(
+            "{what}: stdout differs at byte {first} ({} bytes without the agent, {} with it)\nstderr with it:\n{}",
+            without.stdout.len(),
+            with.stdout.len(),
+            with.stderr
+        );
+    }
+    assert_eq!(
+        without.host_stderr(),
+        with.host_stderr(),
+        "{what}: the program's own stderr differs"
+    );
+}
+
+/// Asserts the CPU time with the agent is within [`CPU_BAR`] of the time
+/// without it (plus `per_process` seconds for each of `processes` agent
+/// starts); on a miss, runs the pair again (up to 3 pairs in all: a shared
+/// host is noisy) and keeps the best ratio. Returns the figures line.
+fn assert_cpu_within_bar(
+    what: &str,
+    first: (&Run, &Run),
+    again: &dyn Fn() -> (Run, Run),
+    allowance: f64,
+) -> String {
+    let ratio = |without: &Run, with: &Run| (with.cpu - allowance).max(0.0) / without.cpu.max(1e-3);
+    let mut figures = vec![format!(
+        "CPU {:.3} s without, {:.3} s with the agent; wall {:.3} s / {:.3} s",
+        first.0.cpu, first.1.cpu, first.0.wall, first.1.wall
+    )];
+    let mut best = ratio(first.0, first.1);
+    let mut attempt = 1;
+    while best > CPU_BAR && attempt < 3 {
+        let (without, with) = again();
+        figures.push(format!(
+            "CPU {:.3} s without, {:.3} s with the agent; wall {:.3} s / {:.3} s",
+            without.cpu, with.cpu, without.wall, with.wall
+        ));
+        best = best.min(ratio(&without, &with));
+        attempt += 1;
+    }
+    let text = format!("{what}: {} (best ratio {best:.3})", figures.join("; "));
+    assert!(best <= CPU_BAR, "{text}: over the bar {CPU_BAR}");
+    text
+}
+
+/// Every file in `dir` starting with `prefix`: none temporary or empty,
+/// each read by cpuprof-profile's reader. Returns (files, total samples).
+fn read_all_profiles(dir: &Path, prefix: &str) -> (Vec<PathBuf>, i64) {
+    let names = files_starting_with(dir, prefix);
+    let mut total = 0;
+    let mut paths = Vec::new();
+    for name in &names {
+        assert!(!name.ends_with(".tmp"), "temporary file left: {name}");
+        let path = dir.join(name);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(size > 0, "{name} is empty");
+        total += total_samples(&read_profile(&path));
+        paths.push(path);
+    }
+    (paths, total)
+}
+
+/// Samples of `profile` should stand for `cpu` seconds at `hz`: between
+/// `low` and 1.1 times CPU × rate.
+fn assert_samples_fit(what: &str, samples: i64, cpu: f64, hz: u32, low: f64) {
+    let expected = cpu * f64::from(hz);
+    assert!(
+        samples as f64 >= low * expected && samples as f64 <= 1.1 * expected + 5.0,
+        "{what}: {samples} samples for {cpu:.3} CPU-s at {hz} Hz (expected {low}–1.1 × {expected:.0})"
+    );
+}
+
+/// Deterministic, compressible input: lines of words and numbers from a
+/// fixed linear congruential generator (about 3–4× for xz).
+fn generated_text(bytes: usize) -> Vec<u8> {
+    const WORDS: [&str; 16] = [
+        "profile", "sample", "stack", "thread", "signal", "agent", "frame", "period", "cpu",
+        "timer", "unwind", "module", "table", "flush", "record", "symbol",
+    ];
+    let mut out = Vec::with_capacity(bytes + 64);
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    while out.len() < bytes {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let r = x >> 33;
+        out.extend_from_slice(WORDS[(r & 15) as usize].as_bytes());
+        out.push(if r & 0x30 == 0 { b'\n' } else { b' ' });
+        if r & 0x1c0 == 0 {
+            out.extend_from_slice(format!("{} ", (r >> 9) % 100_000).as_bytes());
+        }
+    }
+    out.truncate(bytes);
+    out
+}
+
+/// Builds `tests/c/NAME.c` as in the other agent tests.
+fn build(dir: &Path, name: &str) -> PathBuf {
+    build_c(dir, name, false)
+}
+
+/// Proves: a bash script that runs 200 pyenv-style shims — each a
+/// command substitution (fork), the shim (a `#!/usr/bin/env bash` script:
+/// exec of env, then of bash) that execs the real program (`expr`) — prints
+/// the same, exits with the same status (3), and leaves only complete
+/// profiles, one per process (none temporary or empty, all readable), with
+/// no more samples than the CPU time allows. Every process in the chain
+/// starts and stops the agent, so a per-process wait shows up here (a
+/// descriptor-table grace period did: see
+/// `short_processes_do_not_wait_for_the_descriptor_table`).
+#[test]
+fn bash_running_200_shims_forks_and_execs_unharmed() {
+    let _serial = serial();
+    let dir = tempdir();
+    let shims = dir.path().join("shims");
+    std::fs::create_dir(&shims).unwrap();
+    let expr = testkit_which("expr");
+    let shim = shims.join("tool");
+    std::fs::write(
+        &shim,
+        format!(
+            "#!/usr/bin/env bash\n# a pyenv-style shim: find the real program, exec it\nexec {} \"$@\"\n",
+            expr.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("loop.sh"),
+        "total=0\nfor i in $(seq 1 200); do\n  n=$(tool \"$i\" '*' 3)\n  total=$((total + n))\ndone\necho \"200 shims, total $total\"\nexit 3\n",
+    )
+    .unwrap();
+    make_executable(&shim);
+    let path = format!(
+        "{}:{}",
+        shims.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let script = dir.path().join("loop.sh");
+    let make = || {
+        let mut cmd = plain("bash");
+        cmd.arg(&script).env("PATH", &path);
+        cmd
+    };
+    let hz = 1000;
+    let (mut without, mut with) = run_both("shims", &make, None, &profiles.join("shims.prof"), hz);
+    assert_eq!(without.status.code(), Some(3));
+    assert_eq!(
+        String::from_utf8_lossy(&with.stdout),
+        "200 shims, total 60300\n"
+    );
+    let (files, samples) = read_all_profiles(&profiles, "shims.prof");
+    // bash, seq, and per shim at least its last image (expr).
+    assert!(files.len() >= 202, "{} profiles", files.len());
+    assert_samples_fit("shims", samples, with.cpu, hz, 0.0);
+    // ~800 agent starts (per shim: the fork child, env, bash, expr): the
+    // bar is the reference profiler's cost on the same storm — what
+    // gperftools' libprofiler adds, plus 25% — with up to 3 tries.
+    let Some(libprofiler) = cpuprof_testkit::libprofiler() else {
+        return;
+    };
+    let mut figures = Vec::new();
+    let mut best = f64::INFINITY;
+    for attempt in 0..3 {
+        if attempt > 0 {
+            let _ = std::fs::remove_dir_all(&profiles);
+            std::fs::create_dir(&profiles).unwrap();
+            (without, with) = run_both("shims", &make, None, &profiles.join("shims.prof"), hz);
+        }
+        let mut reference = make();
+        reference
+            .env("LD_PRELOAD", &libprofiler)
+            .env("CPUPROFILE", dir.path().join("libprofiler.prof"))
+            .env("CPUPROFILE_FREQUENCY", hz.to_string());
+        let reference = measure(&mut reference, None);
+        // libprofiler itself does harm here (its ITIMER_PROF outlives exec,
+        // whose new image has no handler: SIGPROF kills some shims), so
+        // only its cost is compared.
+        if reference.stdout != without.stdout {
+            figures.push(format!(
+                "libprofiler changed the script's output to {:?}",
+                String::from_utf8_lossy(&reference.stdout).trim()
+            ));
+        }
+        let ours = with.cpu - without.cpu;
+        let theirs = reference.cpu - without.cpu;
+        best = best.min(ours / theirs.max(0.05));
+        figures.push(format!(
+            "CPU {:.3} s alone, {:.3} s with libcpuprof, {:.3} s with libprofiler; wall {:.3} / {:.3} / {:.3} s",
+            without.cpu, with.cpu, reference.cpu, without.wall, with.wall, reference.wall
+        ));
+        if best <= 1.25 {
+            break;
+        }
+    }
+    let text = figures.join("; ");
+    assert!(
+        best <= 1.25,
+        "shims: the agent adds more than 1.25 × libprofiler's CPU: {text}"
+    );
+    eprintln!(
+        "shims: {text} (added CPU ours/libprofiler {best:.2}); {} profiles, {samples} samples",
+        files.len()
+    );
+}
+
+fn testkit_which(tool: &str) -> PathBuf {
+    cpuprof_testkit::which(tool)
+        .unwrap_or_else(|| panic!("{tool} is not installed (scripts/install-peers)"))
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// The system's python3 (not a pyenv shim on PATH).
+fn python3() -> PathBuf {
+    let system = Path::new("/usr/bin/python3");
+    if system.exists() {
+        system.to_path_buf()
+    } else {
+        testkit_which("python3")
+    }
+}
+
+/// Proves: `python3` running 4 threads of fixed pure-Python work (under
+/// the GIL, with hashlib in C) prints the same digests with the agent, its
+/// threads are all sampled (samples fit CPU time × rate within 0.8–1.1:
+/// threads made through our `pthread_create`), and the CPU time stays
+/// within the bar.
+#[test]
+fn python3_threads_are_sampled_and_unharmed() {
+    let _serial = serial();
+    let dir = tempdir();
+    let script = dir.path().join("threads.py");
+    std::fs::write(
+        &script,
+        r#"import hashlib, threading
+def work(index, out):
+    h = hashlib.sha256(str(index).encode())
+    total = 0
+    for i in range(3000000):
+        total = (total * 31 + i * index) % 1000003
+        if i % 1000 == 0:
+            h.update(str(total).encode())
+    out[index] = h.hexdigest()[:16]
+out = {}
+threads = [threading.Thread(target=work, args=(i, out)) for i in range(4)]
+for t in threads: t.start()
+for t in threads: t.join()
+for i in sorted(out): print(i, out[i])
+"#,
+    )
+    .unwrap();
+    let python = python3();
+    let make = || {
+        let mut cmd = plain(&python);
+        cmd.arg(&script);
+        cmd
+    };
+    let profile = dir.path().join("py.prof");
+    let hz = 100;
+    let (without, with) = run_both("python3 threads", &make, None, &profile, hz);
+    assert_eq!(String::from_utf8_lossy(&with.stdout).lines().count(), 4);
+    let samples = total_samples(&read_profile(&profile));
+    assert_samples_fit("python3 threads", samples, with.cpu, hz, 0.8);
+    let figures = assert_cpu_within_bar(
+        "python3 threads",
+        (&without, &with),
+        &|| run_both("python3 threads", &make, None, &profile, hz),
+        0.01,
+    );
+    let report = our_report(&profile);
+    eprintln!(
+        "{figures}; {samples} samples; report total {}",
+        report.total
+    );
+}
+
+/// A real C++ file: templates, the standard library, a lambda, iostream.
+const CXX_SOURCE: &str = r#"#include <algorithm>
+#include <iostream>
+#include <map>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <vector>
+
+template <typename T> T checksum(const std::vector<T> &values) {
+    return std::accumulate(values.begin(), values.end(), T{0},
+                           [](T a, T b) { return a * 31 + b; });
+}
+
+int main() {
+    std::map<std::string, int> counts;
+    std::istringstream words("the agent must never change what its host does the agent");
+    for (std::string w; words >> w;) counts[w]++;
+    std::vector<unsigned long> values;
+    for (const auto &[word, n] : counts) values.push_back(word.size() * 100 + n);
+    std::sort(values.begin(), values.end());
+    std::cout << counts.size() << " words, checksum " << checksum(values) << "\n";
+    return 0;
+}
+"#;
+
+/// Proves: `g++` compiling and linking a real C++ file (g++ → cc1plus, as,
+/// collect2 → ld: vfork/posix_spawn + exec) produces a byte-identical
+/// object and executable with the agent, the executable runs the same, every
+/// process of the build leaves a complete profile, and the build's CPU
+/// time stays within the bar.
+#[test]
+fn gxx_builds_the_same_object_and_program() {
+    let _serial = serial();
+    let dir = tempdir();
+    let gxx = testkit_which("g++");
+    let source = dir.path().join("words.cpp");
+    std::fs::write(&source, CXX_SOURCE).unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let hz = 100;
+    // The object, then the program, each built into its own directory
+    // (same relative names: nothing of the output path ends up inside).
+    let build = |sub: &str, agent: bool| -> (Run, Run) {
+        let out = dir.path().join(sub);
+        std::fs::create_dir_all(&out).unwrap();
+        let mut compile = plain(&gxx);
+        compile
+            .current_dir(&out)
+            .args(["-O2", "-std=c++17", "-c", "-o", "words.o"])
+            .arg(&source);
+        let mut link = plain(&gxx);
+        link.current_dir(&out).args(["-o", "words", "words.o"]);
+        if agent {
+            with_agent(&mut compile, &profiles.join("compile.prof"), hz);
+            with_agent(&mut link, &profiles.join("link.prof"), hz);
+        }
+        (measure(&mut compile, None), measure(&mut link, None))
+    };
+    let (compile_without, link_without) = build("without", false);
+    let (compile_with, link_with) = build("with", true);
+    assert_same_host_behaviour("g++ -c", &compile_without, &compile_with);
+    assert_same_host_behaviour("g++ link", &link_without, &link_with);
+    assert!(compile_with.status.success() && link_with.status.success());
+    for file in ["words.o", "words"] {
+        let a = std::fs::read(dir.path().join("without").join(file)).unwrap();
+        let b = std::fs::read(dir.path().join("with").join(file)).unwrap();
+        assert!(
+            a == b,
+            "{file} differs with the agent ({} vs {} bytes)",
+            a.len(),
+            b.len()
+        );
+    }
+    let run_a = measure(&mut plain(dir.path().join("without/words")), None);
+    let run_b = measure(&mut plain(dir.path().join("with/words")), None);
+    assert_same_host_behaviour("the built program", &run_a, &run_b);
+    let printed = String::from_utf8_lossy(&run_b.stdout);
+    assert!(printed.starts_with("9 words, checksum "), "{printed}");
+    let (files, samples) = read_all_profiles(&profiles, "");
+    // g++ and cc1plus and as for the object; g++, collect2 and ld at least
+    // for the link.
+    assert!(files.len() >= 6, "{files:?}");
+    let cpu = compile_with.cpu + link_with.cpu;
+    assert_samples_fit("g++", samples, cpu, hz, 0.5);
+    let figures = assert_cpu_within_bar(
+        "g++",
+        (&compile_without, &compile_with),
+        &|| {
+            let (without, _) = build("again-without", false);
+            let (with, _) = build("again-with", true);
+            (without, with)
+        },
+        0.02,
+    );
+    eprintln!(
+        "{figures}; link CPU {:.3} s / {:.3} s; {} profiles, {samples} samples",
+        link_without.cpu,
+        link_with.cpu,
+        files.len()
+    );
+}
+
+/// Proves: `xz -T2` (two compressing threads, which xz creates with every
+/// signal blocked) and `gzip` on generated data (8 MB; 50 MB with
+/// `CPUPROF_TORTURE_LONG=1`) write byte-identical output with the agent,
+/// the profiles' samples fit the CPU time (0.8–1.1 × CPU × rate: every
+/// thread sampled — xz's workers were not, before `src/sigmask.rs`), and
+/// the CPU time stays within the bar.
+#[test]
+fn xz_two_threads_and_gzip_compress_to_the_same_bytes() {
+    let _serial = serial();
+    let dir = tempdir();
+    let megabytes = if long() { 50 } else { 8 };
+    let input = dir.path().join("input.txt");
+    std::fs::write(&input, generated_text(megabytes << 20)).unwrap();
+    let hz = 100;
+    let mut lines = Vec::new();
+    for (name, args) in [("xz", vec!["-T2", "-6", "-c"]), ("gzip", vec!["-6", "-c"])] {
+        let program = testkit_which(name);
+        let make = || {
+            let mut cmd = plain(&program);
+            cmd.args(&args).arg(&input);
+            cmd
+        };
+        let profile = dir.path().join(format!("{name}.prof"));
+        let what = format!("{name} on {megabytes} MB");
+        let (without, with) = run_both(&what, &make, None, &profile, hz);
+        assert!(with.status.success() && with.stdout.len() > 1000);
+        let samples = total_samples(&read_profile(&profile));
+        assert_samples_fit(&what, samples, with.cpu, hz, 0.8);
+        let figures = assert_cpu_within_bar(
+            &what,
+            (&without, &with),
+            &|| run_both(&what, &make, None, &profile, hz),
+            0.01,
+        );
+        lines.push(format!(
+            "{figures}; {} → {} bytes; {samples} samples",
+            megabytes << 20,
+            with.stdout.len()
+        ));
+    }
+    eprintln!("{}", lines.join("\n"));
+}
+
+/// Proves: thread churn — 2,000 threads (10,000 with
+/// `CPUPROF_TORTURE_LONG=1`) created and joined, 64 alive at a time, some
+/// leaving by `pthread_exit`, some detached — prints the same checksum,
+/// every thread's timer is made and removed without running out of
+/// anything (descriptors, POSIX timers, thread slots), and each thread's
+/// ~3 ms is sampled: at 1000 Hz the samples reach CPU × rate minus at
+/// most one period per thread (a thread's clock starts at zero, so the
+/// part of its time short of a whole period is never sampled).
+#[test]
+fn thread_churn_with_64_alive_is_sampled_and_unharmed() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "torture_threads");
+    let threads: u32 = if long() { 10_000 } else { 2_000 };
+    let profile = dir.path().join("churn.prof");
+    let hz = 1000;
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.args([threads.to_string(), "64".into(), "3000000".into()]);
+        cmd
+    };
+    let (without, with) = run_both("thread churn", &make, None, &profile, hz);
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(
+        stdout.starts_with(&format!("threads {threads} created")),
+        "{stdout}"
+    );
+    let samples = total_samples(&read_profile(&profile));
+    let expected = with.cpu * f64::from(hz);
+    let floor = 0.8 * (expected - f64::from(threads));
+    assert!(
+        samples as f64 >= floor && samples as f64 <= 1.1 * expected,
+        "{samples} samples for {:.3} CPU-s in {threads} threads at {hz} Hz (at least {floor:.0})\n{}",
+        with.cpu,
+        with.stderr
+    );
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    let in_work = stacks.cum("churn_work");
+    assert!(
+        in_work as f64 >= 0.9 * samples as f64,
+        "churn_work: {in_work} of {samples}"
+    );
+    let figures = assert_cpu_within_bar(
+        "thread churn",
+        (&without, &with),
+        &|| run_both("thread churn", &make, None, &profile, hz),
+        0.0,
+    );
+    eprintln!("{figures}; {threads} threads; {samples} samples (floor {floor:.0}, CPU × rate {expected:.0})");
+}
+
+/// Proves: two threads each loading, calling and unloading shared
+/// libraries 300 times (three copies in turn, so they land at different
+/// addresses) while the profiler samples the libraries' code: the same
+/// checksum, no crash (the module snapshot never loses memory under a
+/// handler), and the samples in the unloaded libraries' `dl_work` are
+/// named from the profile's own maps lines (≥ 80% of all samples).
+#[test]
+fn dlopen_dlclose_churn_while_sampling_its_code() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "torture_dlopen");
+    let mut libraries = Vec::new();
+    for i in 0..3 {
+        let library = dir.path().join(format!("libtorture_{i}.so"));
+        compile_library(&library);
+        libraries.push(library);
+    }
+    let profile = dir.path().join("dl.prof");
+    let hz = 1000;
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.arg("300").args(&libraries);
+        cmd
+    };
+    let (_, with) = run_both("dlopen churn", &make, None, &profile, hz);
+    let samples = total_samples(&read_profile(&profile));
+    assert_samples_fit("dlopen churn", samples, with.cpu, hz, 0.8);
+    let report = our_report(&profile);
+    let in_library = report.row("dl_work").map_or(0, |r| r.flat);
+    assert!(
+        in_library as f64 >= 0.8 * report.total as f64,
+        "dl_work: {in_library} of {} samples\n{report:?}",
+        report.total
+    );
+    eprintln!(
+        "dlopen churn: {samples} samples for {:.3} CPU-s, {in_library} in dl_work",
+        with.cpu
+    );
+}
+
+fn compile_library(output: &Path) {
+    let out = Command::new("gcc")
+        .args([
+            "-O2",
+            "-g",
+            "-fomit-frame-pointer",
+            "-shared",
+            "-fPIC",
+            "-o",
+        ])
+        .arg(output)
+        .arg(c_source("torture_dlib.c"))
+        .output()
+        .expect("cannot run gcc");
+    assert!(
+        out.status.success(),
+        "gcc torture_dlib.c: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Runs `torture_stacks MODE ROUNDS BYTES` without and with the agent at
+/// 4000 Hz; returns the profile's named stacks and the run with it.
+fn stacks_run(mode: &str, rounds: &str, bytes: usize) -> (NamedStacks, Run) {
+    let dir = tempdir();
+    let program = build(dir.path(), "torture_stacks");
+    let profile = dir.path().join("stacks.prof");
+    let hz = 4000;
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.args([mode, rounds, &bytes.to_string()]);
+        cmd
+    };
+    let (_, with) = run_both(mode, &make, None, &profile, hz);
+    assert!(with.status.success(), "{}", with.stderr);
+    let parsed = read_profile(&profile);
+    assert_samples_fit(mode, total_samples(&parsed), with.cpu, hz, 0.8);
+    (NamedStacks::of(&parsed), with)
+}
+
+/// Proves (regression: the agent crashed here): code running inside the
+/// program's own SIGUSR1 handler on a `SIGSTKSZ` (8 KiB) `sigaltstack` is
+/// sampled without overflowing it. The agent's handler needed ~13 KiB of
+/// the interrupted stack and ran off this one (segmentation fault at 8
+/// and 16 KiB); it now samples on stacks of its own
+/// (`src/handler_stack.rs`). The handler's work gets its samples.
+#[test]
+fn sampling_code_on_a_small_sigaltstack_does_not_overflow_it() {
+    let _serial = serial();
+    let (stacks, run) = stacks_run("altstack", "1500", 8192);
+    let in_handler = stacks.cum("on_altstack_work");
+    assert!(
+        in_handler as f64 >= 0.8 * stacks.total() as f64,
+        "on_altstack_work: {in_handler} of {}",
+        stacks.total()
+    );
+    eprintln!(
+        "altstack: {} samples, {in_handler} in the handler's work, {:.3} CPU-s",
+        stacks.total(),
+        run.cpu
+    );
+}
+
+/// Proves (regression: the agent corrupted the heap here): four
+/// `makecontext`/`swapcontext` coroutines on 16 KiB malloc'd stacks are
+/// sampled without the agent's handler writing below them (it used to:
+/// `free(): invalid next size`, `malloc(): smallbin double linked list
+/// corrupted`); their work gets its samples.
+#[test]
+fn sampling_coroutines_on_small_stacks_does_not_overflow_them() {
+    let _serial = serial();
+    let (stacks, run) = stacks_run("coroutines", "1500", 16384);
+    let in_coroutines = stacks.cum("coroutine_work");
+    assert!(
+        in_coroutines as f64 >= 0.8 * stacks.total() as f64,
+        "coroutine_work: {in_coroutines} of {}",
+        stacks.total()
+    );
+    eprintln!(
+        "coroutines: {} samples, {in_coroutines} in the coroutines' work, {:.3} CPU-s",
+        stacks.total(),
+        run.cpu
+    );
+}
+
+/// Proves: children started by `vfork` + `execv` and by `posix_spawn`
+/// (glibc's clone(CLONE_VM|CLONE_VFORK), which bypasses fork handlers),
+/// 40 of them alternating, print the same and succeed; the parent's
+/// profile is whole (its work sampled at CPU × rate ≥ 0.8), and each child
+/// (`/bin/echo`) wrote its own complete profile.
+#[test]
+fn vfork_exec_and_posix_spawn_children_are_unharmed() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "torture_spawn");
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let echo = testkit_which("echo");
+    let hz = 1000;
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.arg("40").arg(&echo);
+        cmd
+    };
+    let (_, with) = run_both("spawn", &make, None, &profiles.join("spawn.prof"), hz);
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(
+        stdout.contains("vfork 38\nposix_spawn 39\nspawned 40 children, 0 failed"),
+        "{stdout}"
+    );
+    let (files, _) = read_all_profiles(&profiles, "spawn.prof");
+    assert_eq!(files.len(), 41, "the parent's and 40 children's: {files:?}");
+    let parent = NamedStacks::of(&read_profile(&profiles.join("spawn.prof")));
+    let in_parent = parent.cum("spawn_parent_work");
+    assert!(
+        in_parent >= 50 && in_parent as f64 >= 0.8 * parent.total() as f64,
+        "spawn_parent_work: {in_parent} of {}",
+        parent.total()
+    );
+    eprintln!(
+        "spawn: 41 profiles; parent {in_parent} samples in its work; {:.3} CPU-s",
+        with.cpu
+    );
+}
+
+/// Proves (regression: threads blocking every signal were never
+/// sampled; `xz -T2` left 0 samples for 6 CPU-s): a program whose workers
+/// block every signal for their whole life (and exit with them blocked),
+/// with a signal thread in `sigwaitinfo` on *every* signal, gets exactly
+/// its own three SIGUSR1s and its SIGTERM there — never the agent's
+/// sampling signal (which goes to the running thread itself) — and ends
+/// the same; and the blocking workers are sampled as well as the others,
+/// each at its CPU time × rate: the agent's `pthread_sigmask` leaves its
+/// own signal out of what the program blocks (`src/sigmask.rs`).
+#[test]
+fn threads_blocking_all_signals_and_a_sigwait_thread_are_unharmed() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "torture_blocked");
+    let profile = dir.path().join("blocked.prof");
+    let hz = 1000;
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.arg("150000000");
+        cmd
+    };
+    let (_, with) = run_both("blocked signals", &make, None, &profile, hz);
+    let stdout = String::from_utf8_lossy(&with.stdout);
+    assert!(
+        stdout.starts_with(
+            "signal thread: got signal 10\nsignal thread: got signal 10\nsignal thread: got signal 10\nsignal thread: got signal 15\nworkers done"
+        ),
+        "{stdout}"
+    );
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    let unblocked = stacks.cum("unblocked_work");
+    let blocked = stacks.cum("blocked_work");
+    // Each half of the work is sampled at its CPU time × rate, the
+    // blocked half included.
+    let expected = with.cpu / 2.0 * f64::from(hz);
+    for (name, samples) in [("unblocked_work", unblocked), ("blocked_work", blocked)] {
+        assert!(
+            samples as f64 >= 0.7 * expected && samples as f64 <= 1.2 * expected,
+            "{name}: {samples} samples, expected about {expected:.0}\n{}",
+            with.stderr
+        );
+    }
+    eprintln!(
+        "blocked signals: {blocked} samples in blocked_work, {unblocked} in unblocked_work (about {expected:.0} each expected)"
+    );
+}
+
+/// A tmpfs of 64 KB mounted for a test, unmounted when dropped.
+struct SmallTmpfs {
+    dir: TempDir,
+}
+
+impl SmallTmpfs {
+    /// None (after saying why on stderr) when mounting is impossible here
+    /// (not root, no CAP_SYS_ADMIN); CI runs as root.
+    fn mount(options: &str) -> Option<SmallTmpfs> {
+        let dir = tempdir();
+        let out = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Some(SmallTmpfs { dir }),
+            Ok(out) => {
+                eprintln!(
+                    "SKIPPED: cannot mount a tmpfs ({}): {}",
+                    options,
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                None
+            }
+            Err(e) => {
+                eprintln!("SKIPPED: cannot run mount: {e}");
+                None
+            }
+        }
+    }
+
+    fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for SmallTmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount")
+            .arg("-l")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// The host of the directory scenarios: a little CPU work, output on
+/// stdout and stderr, exit status 5.
+const DIR_HOST: &str = r#"import sys
+total = sum(i * i for i in range(3000000))
+print("total", total)
+print("a line of the program's own stderr", file=sys.stderr)
+sys.exit(5)
+"#;
+
+/// Runs [`DIR_HOST`] with and without the agent writing `profile`;
+/// asserts the host is unharmed and returns the run with the agent.
+fn run_dir_host(what: &str, profile: &Path) -> Run {
+    let python = python3();
+    let make = || {
+        let mut cmd = plain(&python);
+        cmd.arg("-c").arg(DIR_HOST);
+        cmd
+    };
+    let (without, with) = run_both(what, &make, None, profile, 1000);
+    assert_eq!(without.status.code(), Some(5));
+    with
+}
+
+/// Asserts `run` has exactly one `cpuprof:` line, naming `profile` and
+/// containing `reason`, and that `dir` holds nothing of the profile.
+fn assert_one_line_and_no_file(what: &str, run: &Run, profile: &Path, reason: &str) {
+    let lines = run.agent_lines();
+    assert_eq!(lines.len(), 1, "{what}: {}", run.stderr);
+    assert!(
+        lines[0].contains(&profile.display().to_string()) && lines[0].contains(reason),
+        "{what}: {:?}",
+        lines[0]
+    );
+    let dir = profile.parent().unwrap();
+    let name = profile.file_name().unwrap().to_str().unwrap();
+    assert_eq!(
+        files_starting_with(dir, name),
+        Vec::<String>::new(),
+        "{what}: partial files left"
+    );
+    eprintln!("{what}: {}", lines[0]);
+}
+
+/// Proves: `CPUPROFILE` in a read-only directory (a read-only tmpfs: root
+/// ignores permission bits) leaves the host unharmed (same stdout, stderr,
+/// exit status 5) and says so in one stderr line naming the file, at the
+/// start; nothing is created.
+#[test]
+fn profile_in_a_read_only_directory_is_one_line_and_no_harm() {
+    let _serial = serial();
+    let Some(tmpfs) = SmallTmpfs::mount("ro,size=64k") else {
+        return;
+    };
+    let profile = tmpfs.path().join("p.prof");
+    let run = run_dir_host("read-only directory", &profile);
+    assert_one_line_and_no_file(
+        "read-only directory",
+        &run,
+        &profile,
+        "Read-only file system",
+    );
+}
+
+/// Proves: `CPUPROFILE` in a full directory (a 64 KB tmpfs filled up)
+/// leaves the host unharmed, says so in one stderr line naming the file
+/// (at the write, when the space is found missing), and leaves no partial
+/// or temporary file; likewise when the space runs out in the middle of
+/// the profile (4 KB left for a bigger profile).
+#[test]
+fn profile_in_a_full_directory_is_one_line_and_no_partial_file() {
+    let _serial = serial();
+    // The profile's size where there is room, to be sure it cannot fit in
+    // the space left below.
+    let roomy = tempdir();
+    let reference = roomy.path().join("p.prof");
+    run_dir_host("roomy directory", &reference);
+    let size = std::fs::metadata(&reference).unwrap().len();
+    for (what, free) in [("full directory", 0u64), ("nearly full directory", 4096)] {
+        assert!(
+            size > free + 1024,
+            "a {size}-byte profile would fit in {free} bytes"
+        );
+        let Some(tmpfs) = SmallTmpfs::mount("size=64k") else {
+            return;
+        };
+        // Fill it: whole pages up to the size, then leave `free` bytes.
+        let filler = tmpfs.path().join("filler");
+        let mut file = std::fs::File::create(&filler).unwrap();
+        let page = vec![0x5a_u8; 4096];
+        while file.write_all(&page).is_ok() {}
+        drop(file);
+        if free > 0 {
+            let length = std::fs::metadata(&filler).unwrap().len();
+            let file = std::fs::OpenOptions::new()
+                .write(true)
+                .open(&filler)
+                .unwrap();
+            file.set_len(length.saturating_sub(free)).unwrap();
+        }
+        let profile = tmpfs.path().join("p.prof");
+        let run = run_dir_host(what, &profile);
+        assert_one_line_and_no_file(what, &run, &profile, "No space left on device");
+    }
+}
+
+/// Proves (regression): a short process under the agent does not wait
+/// for the kernel to grow its descriptor table. The agent moves its perf
+/// events to the top of the descriptor range; growing the table of a
+/// process that already has the control thread waits for an RCU grace
+/// period (`expand_fdtable` → `synchronize_rcu`): 7–15 ms per process on
+/// this VM, 200 shims took 3.2 s instead of 1.0 s. The table is now grown
+/// while the process is still single-threaded
+/// (`timers::grow_descriptor_table`). Measured as the median, over 21
+/// interleaved pairs, of the wall time `/bin/true` takes with the agent
+/// minus without: a few ms of loading, not a grace period.
+#[test]
+fn short_processes_do_not_wait_for_the_descriptor_table() {
+    let _serial = serial();
+    let dir = tempdir();
+    let truth = testkit_which("true");
+    let profile = dir.path().join("true.prof");
+    let mut added = Vec::new();
+    let mut cpu_added = Vec::new();
+    for _ in 0..21 {
+        let without = measure(&mut plain(&truth), None);
+        let with = measure(with_agent(&mut plain(&truth), &profile, 100), None);
+        assert!(with.status.success());
+        added.push(with.wall - without.wall);
+        cpu_added.push(with.cpu - without.cpu);
+    }
+    added.sort_by(f64::total_cmp);
+    cpu_added.sort_by(f64::total_cmp);
+    let (wall, cpu) = (added[10] * 1000.0, cpu_added[10] * 1000.0);
+    eprintln!(
+        "/bin/true: the agent adds {wall:.2} ms of wall time, {cpu:.2} ms of CPU (medians of 21)"
+    );
+    // What is not CPU is waiting: a grace period is ≥ 5 ms here.
+    assert!(
+        wall - cpu < 5.0,
+        "the agent adds {wall:.2} ms of wall time but only {cpu:.2} ms of CPU per process"
+    );
+}
