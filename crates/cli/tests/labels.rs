@@ -258,22 +258,37 @@ fn tagfocus_and_tagignore_keep_go_pprofs_rows() {
 #[test]
 fn tagroot_and_tagleaf_are_go_pprofs_pseudo_frames() {
     let Some(profile) = profile() else { return };
-    for option in [
-        "tagroot=worker",
-        "tagroot=worker,kind",
-        "tagleaf=kind,worker",
+    for options in [
+        &["tagroot=worker"][..],
+        &["tagroot=worker,kind"],
+        &["tagleaf=kind,worker"],
+        // Made before the filters, as Go makes them: focus, ignore and
+        // hide see them, tagshow/taghide do not change them.
+        &["tagroot=worker", "focus=^(a|c)$"],
+        &["tagleaf=worker", "ignore=^b$", "hide=unknown"],
+        &[
+            "tagroot=worker,kind",
+            "hide=^kind$",
+            "show=^(a|c|main.burn)$",
+        ],
+        &["tagroot=worker", "focus=^worker$"],
+        &["tagroot=worker", "taghide=worker"],
     ] {
-        let theirs = go_top(&[&format!("-{option}")], profile);
-        let ours = our_top(&[&format!("--{option}")], profile);
-        for pseudo in ["a", "b", "c", "<unknown>"] {
+        let go: Vec<String> = options.iter().map(|o| format!("-{o}")).collect();
+        let go: Vec<&str> = go.iter().map(String::as_str).collect();
+        let ours: Vec<String> = options.iter().map(|o| format!("--{o}")).collect();
+        let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        let theirs = go_top(&go, profile);
+        let ours = our_top(&ours, profile);
+        for pseudo in ["a", "c"] {
             assert!(
                 ours.contains_key(pseudo),
-                "--{option}: no {pseudo}: {ours:?}"
+                "{options:?}: no {pseudo}: {ours:?}"
             );
         }
         assert_eq!(
             ours, theirs,
-            "--{option}: ours (left), Go pprof -top (right)"
+            "{options:?}: ours (left), Go pprof -top (right)"
         );
     }
     let collapsed = report(&["--tagroot=worker,kind", "--collapsed"], &[profile]);

@@ -89,6 +89,86 @@ struct Kept {
     labels: u32,
 }
 
+/// The distinct pseudo-frame sets of a report's samples, by their names.
+#[derive(Default)]
+struct LabelSets {
+    index: FxHashMap<(Vec<String>, Vec<String>), u32>,
+    sets: Vec<LabelSet>,
+}
+
+/// One set of pseudo-frames: (key, name) pairs, leaf first, those
+/// `--hide`/`--show` remove left out; whether `--focus`/`--ignore` match
+/// one of them.
+struct LabelSet {
+    leaf: Vec<(String, String)>,
+    root: Vec<(String, String)>,
+    focus: bool,
+    ignore: bool,
+}
+
+impl LabelSets {
+    /// The index of the pseudo-frame set of a sample with `labels`: per
+    /// `--tagroot`/`--tagleaf` key, a frame named after the sample's
+    /// values of it (Go pprof's `-tagroot`/`-tagleaf`; `<unknown>`
+    /// without one), the first root key outermost, the last leaf key
+    /// innermost.
+    fn index(&mut self, options: &Options, labels: &[cpuprof_profile::Label]) -> u32 {
+        let tags = &options.tags;
+        // The values as Go names the pseudo-function: empty without one.
+        let names = |keys: &[String]| -> Vec<String> {
+            keys.iter()
+                .rev()
+                .map(|k| tags.frame_name(labels, k).unwrap_or_default())
+                .collect()
+        };
+        let key = (names(&tags.leaf), names(&tags.root));
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        // As Go pprof's filters match a function: by its name or its file
+        // name, which is the label's key.
+        let matches = |re: &Option<Regex>, key: &str, name: &str| {
+            re.as_ref()
+                .is_some_and(|re| re.is_match(name) || re.is_match(key))
+        };
+        let pairs = |keys: &[String], names: &[String]| -> Vec<(String, String)> {
+            keys.iter()
+                .rev()
+                .zip(names)
+                .map(|(k, n)| (k.clone(), n.clone()))
+                .collect()
+        };
+        let (leaf, root) = (pairs(&tags.leaf, &key.0), pairs(&tags.root, &key.1));
+        let any = |re: &Option<Regex>| leaf.iter().chain(&root).any(|(k, n)| matches(re, k, n));
+        let (focus, ignore) = (any(&options.focus), any(&options.ignore));
+        let shown = |pairs: Vec<(String, String)>| -> Vec<(String, String)> {
+            pairs
+                .into_iter()
+                .filter(|(k, n)| !matches(&options.hide, k, n))
+                .filter(|(k, n)| options.show.is_none() || matches(&options.show, k, n))
+                .map(|(k, n)| {
+                    let name = if n.is_empty() {
+                        crate::tags::NO_VALUE.to_string()
+                    } else {
+                        n
+                    };
+                    (k, name)
+                })
+                .collect()
+        };
+        let set = LabelSet {
+            leaf: shown(leaf),
+            root: shown(root),
+            focus,
+            ignore,
+        };
+        let i = self.sets.len() as u32;
+        self.sets.push(set);
+        self.index.insert(key, i);
+        i
+    }
+}
+
 /// The pseudo-frames `--tagleaf` and `--tagroot` add to a stack, each
 /// leaf first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
@@ -229,6 +309,8 @@ impl<'p> Stacks<'p> {
         };
         let any_profiler = stacks.profiler.iter().any(|&p| p);
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
+        let mut label_sets = (!options.tags.root.is_empty() || !options.tags.leaf.is_empty())
+            .then(LabelSets::default);
         for (index, sample) in profile.samples.iter().enumerate() {
             let value = sample.values.get(value_index).copied().unwrap_or(0);
             stacks.grand_total = stacks.grand_total.saturating_add(value);
@@ -242,10 +324,22 @@ impl<'p> Stacks<'p> {
             if options.tags.filters_samples() && !options.tags.keeps(&sample.labels) {
                 continue;
             }
-            if options.focus.is_some() && !locations.iter().any(|l| focus[l.index()]) {
+            // The pseudo-frames come before the filters (as Go pprof makes
+            // them): focus, ignore, hide and show see them too.
+            let labels = label_sets
+                .as_mut()
+                .map(|sets| sets.index(options, &sample.labels));
+            let set = |i: Option<u32>| label_sets.as_ref().zip(i).map(|(s, i)| &s.sets[i as usize]);
+            if options.focus.is_some()
+                && !locations.iter().any(|l| focus[l.index()])
+                && !set(labels).is_some_and(|s| s.focus)
+            {
                 continue;
             }
-            if options.ignore.is_some() && locations.iter().any(|l| ignore[l.index()]) {
+            if options.ignore.is_some()
+                && (locations.iter().any(|l| ignore[l.index()])
+                    || set(labels).is_some_and(|s| s.ignore))
+            {
                 continue;
             }
             let mut depth = u32::MAX;
@@ -266,35 +360,29 @@ impl<'p> Stacks<'p> {
                 value,
                 filtered,
                 depth,
-                labels: u32::MAX,
+                labels: labels.unwrap_or(u32::MAX),
             });
         }
-        if !options.tags.root.is_empty() || !options.tags.leaf.is_empty() {
-            stacks.add_label_frames(options);
+        if let Some(sets) = label_sets {
+            stacks.add_label_frames(sets);
         }
         stacks
     }
 
-    /// Gives every kept sample the pseudo-frames of `--tagroot` and
-    /// `--tagleaf`: per key, a frame named after the sample's values of it
-    /// (Go pprof's `-tagroot`/`-tagleaf`; `<unknown>` without one). A
-    /// pseudo-frame is the frame of that name if there is one.
-    fn add_label_frames(&mut self, options: &Options) {
-        let tags = &options.tags;
+    /// Makes the frames of the pseudo-frame sets: a pseudo-frame is the
+    /// frame of that name if there is one.
+    fn add_label_frames(&mut self, sets: LabelSets) {
         let frames = Arc::make_mut(&mut self.frames);
         let mut by_name: FxHashMap<String, FrameId> = frames
             .iter()
             .enumerate()
             .map(|(i, f)| (f.name.clone(), FrameId(i as u32)))
             .collect();
-        let mut frame_of = |labels: &[cpuprof_profile::Label], key: &String| {
-            let name = tags
-                .frame_name(labels, key)
-                .unwrap_or_else(|| crate::tags::NO_VALUE.to_string());
+        let mut frame_of = |(key, name): &(String, String)| {
             *by_name.entry(name.clone()).or_insert_with(|| {
                 frames.push(Frame {
                     function: name.clone(),
-                    name,
+                    name: name.clone(),
                     file: key.clone(),
                     line: 0,
                     address: 0,
@@ -304,30 +392,14 @@ impl<'p> Stacks<'p> {
                 FrameId(frames.len() as u32 - 1)
             })
         };
-        let mut index: FxHashMap<LabelFrames, u32> = FxHashMap::default();
-        for kept in &mut self.samples {
-            let labels = &self.profile.samples[kept.sample as usize].labels;
-            // The first root key outermost, the last leaf key innermost.
-            let set = LabelFrames {
-                leaf: tags
-                    .leaf
-                    .iter()
-                    .rev()
-                    .map(|k| frame_of(labels, k))
-                    .collect(),
-                root: tags
-                    .root
-                    .iter()
-                    .rev()
-                    .map(|k| frame_of(labels, k))
-                    .collect(),
-            };
-            let next = index.len() as u32;
-            kept.labels = *index.entry(set).or_insert(next);
-        }
-        let mut sets: Vec<(LabelFrames, u32)> = index.into_iter().collect();
-        sets.sort_unstable_by_key(|(_, i)| *i);
-        self.label_frames = sets.into_iter().map(|(set, _)| set).collect();
+        self.label_frames = sets
+            .sets
+            .iter()
+            .map(|set| LabelFrames {
+                leaf: set.leaf.iter().map(&mut frame_of).collect(),
+                root: set.root.iter().map(&mut frame_of).collect(),
+            })
+            .collect();
     }
 
     /// The locations of a stack that reports show: without the profiler's

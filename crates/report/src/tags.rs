@@ -481,12 +481,10 @@ impl TagOptions {
     }
 
     /// The pseudo-frame name of `key` in a sample with `labels`: its
-    /// shown values joined with `,` (strings first, then numbers with
-    /// their own unit, as Go pprof's `-tagroot`), `None` when it has none.
+    /// values joined with `,` (strings first, then numbers with their own
+    /// unit, as Go pprof's `-tagroot`, which makes them before
+    /// `-tagshow`/`-taghide` apply), `None` when it has none.
     pub fn frame_name(&self, labels: &[Label], key: &str) -> Option<String> {
-        if !self.shows(key) {
-            return None;
-        }
         let of_key = || labels.iter().filter(|l| l.key == key);
         let strings = of_key().filter_map(|l| match &l.value {
             LabelValue::Str(s) => Some(s.clone()),
