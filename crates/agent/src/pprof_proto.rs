@@ -354,4 +354,80 @@ mod tests {
             .ends_with(exe.file_name().unwrap().to_str().unwrap()));
         assert!(!profile.mappings[0].build_id.is_empty());
     }
+
+    /// Labels as the handler and the drain pack them come out as pprof's
+    /// string labels; samples that differ only by thread stay apart.
+    #[test]
+    fn labels_are_written_per_sample() {
+        use crate::signal_path::{sample_tag, STATE_RUNNING, STATE_WAITING};
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let here = labels_are_written_per_sample as *const () as u64;
+        let name = |index: u64| index << 34;
+        let mut stacks = Stacks::default();
+        for (labels, count) in [
+            (sample_tag(41, STATE_RUNNING) | name(1), 3),
+            (sample_tag(42, STATE_WAITING) | name(2), 5),
+            (sample_tag(0, STATE_WAITING), 7),
+        ] {
+            stacks.insert(
+                crate::collector::SampleKey {
+                    stack: vec![here + 4],
+                    labels,
+                },
+                count,
+            );
+        }
+        let names = ["compute-1".to_string(), "io".to_string()];
+        let window = WindowSamples {
+            stacks: &stacks,
+            names: &names,
+            wall: true,
+            period_ns: 10_000_000,
+            start_time_ns: 1,
+            duration_ns: 1,
+        };
+        let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
+        let profile = cpuprof_profile::proto::read(&bytes).unwrap();
+        assert_eq!(profile.sample_types[1].kind, "wall");
+        let mut seen: Vec<(i64, Vec<String>)> = profile
+            .samples
+            .iter()
+            .map(|s| {
+                let mut labels: Vec<String> = s
+                    .labels
+                    .iter()
+                    .map(|l| match &l.value {
+                        cpuprof_profile::LabelValue::Str(v) => format!("{}={v}", l.key),
+                        other => format!("{}={other:?}", l.key),
+                    })
+                    .collect();
+                labels.sort();
+                (s.values[0], labels)
+            })
+            .collect();
+        seen.sort();
+        assert_eq!(
+            seen,
+            [
+                (
+                    3,
+                    vec![
+                        "state=running".to_string(),
+                        "thread_id=41".to_string(),
+                        "thread_name=compute-1".to_string()
+                    ]
+                ),
+                (
+                    5,
+                    vec![
+                        "state=waiting".to_string(),
+                        "thread_id=42".to_string(),
+                        "thread_name=io".to_string()
+                    ]
+                ),
+                (7, vec!["state=waiting".to_string()]),
+            ]
+        );
+    }
 }
