@@ -423,11 +423,19 @@ impl Debuginfod {
                 response.status().canonical_reason().unwrap_or("")
             ));
         }
+        // The body's length, when it is what we read (ureq inflates a
+        // compressed body: then the header counts compressed bytes).
+        let encoded = response
+            .headers()
+            .get("content-encoding")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| !v.trim().eq_ignore_ascii_case("identity"));
         let length = response
             .headers()
             .get("content-length")
             .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .filter(|_| !encoded);
         let Some(dir) = target.parent() else {
             return Answer::Down("no cache directory".into());
         };
