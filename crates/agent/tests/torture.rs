@@ -211,8 +211,9 @@ fn assert_same_host_behaviour(what: &str, without: &Run, with: &Run) {
 }
 
 /// Asserts the CPU time with the agent is within [`CPU_BAR`] of the time
-/// without it (plus `per_process` seconds for each of `processes` agent
-/// starts); on a miss, runs the pair again (up to 3 pairs in all: a shared
+/// without it, after taking `allowance` seconds off (the agent's start in
+/// each process: a few ms, measured by
+/// `short_processes_do_not_wait_for_the_descriptor_table`); on a miss, runs the pair again (up to 3 pairs in all: a shared
 /// host is noisy) and keeps the best ratio. Returns the figures line.
 fn assert_cpu_within_bar(
     what: &str,
