@@ -16,8 +16,12 @@
 //! unwinds the interrupted stack with framehop from DWARF CFI and adds it
 //! to a preallocated lock-free table; a control thread drains the table,
 //! follows `dlopen` and new threads, and the profile is written in
-//! gperftools' format at stop, flush, exit, `_exit` (`src/exit.rs`),
-//! before an exec (`src/exec.rs`) and at termination signals.
+//! gperftools' format, or profile.proto with each sample's thread
+//! (`CPUPROFILE_FORMAT=pprof`), at stop, flush, exit, `_exit`
+//! (`src/exit.rs`), before an exec (`src/exec.rs`), at termination
+//! signals, and from the crashing thread on a crash (`src/crash.rs`).
+//! Realtime mode (`CPUPROFILE_REALTIME`) samples every thread's wall time
+//! from a driver thread (`src/wall_driver.rs`).
 //!
 //! With `CPUPROFILE_HTTP=[HOST:]PORT` the library also serves profiles
 //! over HTTP ([`server`], requests parsed by [`http`]): pprof's remote
