@@ -11,8 +11,12 @@ fuzz_target!(|data: &[u8]| {
         symbolized::write(&p, "fuzz", &mut out).unwrap();
         let q = symbolized::read(&out).expect("our own output reads back");
         assert!(q.validate().is_ok());
-        let total = |p: &cpuprof_profile::Profile| -> i64 {
-            p.samples.iter().map(|s| s.values[0].max(0)).sum()
+        // In i128: counts up to i64::MAX each must not overflow the check.
+        let total = |p: &cpuprof_profile::Profile| -> i128 {
+            p.samples
+                .iter()
+                .map(|s| i128::from(s.values[0].max(0)))
+                .sum()
         };
         assert_eq!(total(&q), total(&p));
     }
