@@ -212,7 +212,33 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         Format::Collapsed => collapsed::read(data)?,
         Format::Symbolized => symbolized::read(data)?,
     };
+    check_totals(format, &profile)?;
     Ok((format, profile))
+}
+
+/// Refuses a profile whose values of one sample type add up (in absolute
+/// value) beyond `i64::MAX`: every total and share a report computes is a
+/// sum of some of them, and would wrap into nonsense.
+fn check_totals(format: Format, profile: &Profile) -> Result<(), ParseError> {
+    for (t, sample_type) in profile.sample_types.iter().enumerate() {
+        let total: i128 = profile
+            .samples
+            .iter()
+            .filter_map(|s| s.values.get(t))
+            .map(|&v| i128::from(v).abs())
+            .sum();
+        if total > i128::from(i64::MAX) {
+            return Err(ParseError::new(
+                format.name(),
+                0,
+                format!(
+                    "the {} values add up to {total}, beyond 2^63: not a real profile",
+                    sample_type.kind
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The formats cpuprof reads, for messages.

@@ -1,0 +1,37 @@
+//! Regression tests for what `scripts/fuzz` found in the readers, each
+//! named after what it caught.
+
+use cpuprof_profile::{read_profile, Format, ReadOptions};
+
+/// A 64-bit gperftools CPU profile: header (0, 3, 0, period 10000 µs, 0),
+/// one record per `(count, pc)`, the trailer (0, 1, 0), no mappings.
+fn gperftools_profile(records: &[(u64, u64)]) -> Vec<u8> {
+    let mut words: Vec<u64> = vec![0, 3, 0, 10_000, 0];
+    for &(count, pc) in records {
+        words.extend([count, 1, pc]);
+    }
+    words.extend([0, 1, 0]);
+    words.iter().flat_map(|w| w.to_le_bytes()).collect()
+}
+
+/// `symbolized`: counts near 2^63 read as they are, and every report's
+/// totals wrapped into negative shares (`Total: 9223372036854775807`,
+/// cum -9223372036854775754 at 100%); in a build with overflow checks,
+/// a panic. Such a profile is refused in one line.
+#[test]
+fn sample_counts_summing_beyond_i64_are_refused() {
+    let big = 0x6000_0000_0000_0000;
+    let data = gperftools_profile(&[(big, 0x401000), (big, 0x401010)]);
+    let e = read_profile(&data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "gperftools CPU profile: offset 0: the samples values add up to 13835058055282163712, beyond 2^63: not a real profile"
+    );
+    // Less is a (strange) profile: 8e11 samples, 8e18 ns of CPU time.
+    let count = 400_000_000_000;
+    let data = gperftools_profile(&[(count, 0x401000), (count, 0x401010)]);
+    let (format, profile) = read_profile(&data, &ReadOptions::default()).unwrap();
+    assert_eq!(format, Format::Gperftools);
+    let total: i64 = profile.samples.iter().map(|s| s.values[1]).sum();
+    assert_eq!(total, 8_000_000_000_000_000_000);
+}
