@@ -23,8 +23,9 @@
 //!
 //! Colours are stable per function: a hash of the frame's name picks a warm
 //! colour, so a function has the same colour in every graph and every run.
-//! In a diff (some stack has a base value) a frame is coloured by its
-//! relative change instead: red where it grew, blue where it shrank. Output
+//! In a diff (some stack has a base value) a frame is coloured by the
+//! relative change of its share (of each profile's own total) instead: red
+//! where it grew, blue where it shrank. Output
 //! is byte-identical for the same input: no timestamps, no random ids, and
 //! every iteration is in sorted order.
 
@@ -476,7 +477,10 @@ impl<'a> Page<'a> {
                         continue;
                     }
                 }
-                let step = diff_step(node.value, node.base);
+                // Each profile's share of its own total: runs of
+                // different lengths compare (as the significance test does).
+                let root = &tree.nodes()[0];
+                let step = share_step(node.value, node.base, root.value, root.base);
                 let index = *index_of_step.entry(step).or_insert_with(|| {
                     palette.push(diff_color(step));
                     (palette.len() - 1) as u32
@@ -597,6 +601,22 @@ fn diff_step(value: i64, base: i64) -> i32 {
     (relative * DIFF_STEPS as f64).round() as i32
 }
 
+/// The relative change of a frame's share, `value` of `total` against
+/// `base` of `base_total`, as [`diff_step`] (the same when the totals are
+/// equal).
+fn share_step(value: i64, base: i64, total: i64, base_total: i64) -> i32 {
+    if total == base_total {
+        return diff_step(value, base);
+    }
+    let share = |v: i64, t: i64| if t > 0 { v as f64 / t as f64 } else { 0.0 };
+    let (new, old) = (share(value, total), share(base, base_total));
+    let largest = new.max(old);
+    if largest <= 0.0 {
+        return 0;
+    }
+    ((new - old) / largest * DIFF_STEPS as f64).round() as i32
+}
+
 /// Red for growth, blue for shrinkage, near-white for no change.
 fn diff_color(step: i32) -> String {
     let strength = step.unsigned_abs();
@@ -712,6 +732,19 @@ mod tests {
         assert_eq!(diff_color(20), "#ff3737");
         assert_eq!(diff_color(-20), "#3737ff");
         assert_eq!(diff_color(10), "#ff9191");
+    }
+
+    #[test]
+    fn diff_colours_compare_shares_of_each_total() {
+        // Equal totals: the plain relative change.
+        assert_eq!(share_step(20, 10, 100, 100), diff_step(20, 10));
+        // 78 of 195 samples against 55 of 71: more samples, a smaller
+        // share (40% against 77%): shrank.
+        assert_eq!(share_step(78, 55, 195, 71), -10);
+        // Twice the samples in a run twice as long: no change.
+        assert_eq!(share_step(40, 20, 200, 100), 0);
+        assert_eq!(share_step(10, 0, 200, 100), 20);
+        assert_eq!(share_step(0, 0, 200, 100), 0);
     }
 
     #[test]
