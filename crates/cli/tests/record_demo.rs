@@ -99,3 +99,73 @@ fn demo_shows_the_known_split() {
         );
     }
 }
+
+/// Regression: `cpuprof record`'s profile.proto carries the agent's
+/// symbol-table names (mangled, no lines); the report used them as they
+/// were (`_ZN4work6Burner4burnEi ??:0`) and showed the agent's thread
+/// wrapper (`cpuprof::threads::trampoline`) in every thread's stack. The
+/// local program is read again for lines, inline chains and demangled
+/// names, and the wrapper is removed as the profiler's own frame.
+#[test]
+fn recorded_proto_gets_demangled_names_and_lines_from_the_local_program() {
+    let dir = TempDir::new().unwrap();
+    let source = dir.path().join("burner.cc");
+    std::fs::write(
+        &source,
+        "#include <cstdio>\n#include <thread>\n\
+         namespace work { struct Burner { static double burn(int n); };\n\
+         double Burner::burn(int n) { volatile double x = 0; for (long i = 0; i < (long)n * 1000000; i++) x += i * 0.5; return x; } }\n\
+         int main() { std::thread t([] { work::Burner::burn(200); }); t.join(); std::puts(\"done\"); }\n",
+    )
+    .unwrap();
+    let program = dir.path().join("burner");
+    let built = std::process::Command::new("g++")
+        .args(["-O1", "-g", "-pthread", "-o"])
+        .arg(&program)
+        .arg(&source)
+        .status()
+        .unwrap();
+    assert!(built.success());
+    let profile = dir.path().join("burner.pb.gz");
+    let out = cpuprof()
+        .args(["record", "-F", "1000", "-o"])
+        .arg(&profile)
+        .arg("--")
+        .arg(&program)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The file holds the mangled symbol (what the agent's tables give).
+    let parsed = cpuprof_profile::proto::read(&std::fs::read(&profile).unwrap()).unwrap();
+    assert!(parsed
+        .functions
+        .iter()
+        .any(|f| f.name.contains("_ZN4work6Burner4burnEi")));
+    let report = cpuprof()
+        .args(["report", "--text", "--lines", "--sample_index=samples"])
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&report.stdout);
+    assert!(
+        report.status.success(),
+        "{}",
+        String::from_utf8_lossy(&report.stderr)
+    );
+    let burn = text
+        .lines()
+        .find(|l| l.contains("work::Burner::burn"))
+        .unwrap_or_else(|| panic!("no demangled row:\n{text}"));
+    assert!(burn.ends_with("burner.cc:4"), "{burn}");
+    assert!(!text.contains("_ZN"), "{text}");
+    assert!(!text.contains("trampoline"), "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("main::{lambda()#1}::operator()") || l.contains("operator()")),
+        "{text}"
+    );
+}

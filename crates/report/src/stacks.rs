@@ -66,9 +66,13 @@ impl Frame {
     }
 }
 
-/// True for a function of a profiler's signal-handling path.
+/// True for a function of a profiler's signal-handling path, or the
+/// cpuprof agent's wrapper around every thread's start routine (its
+/// `pthread_create` runs the program's routine from it).
 fn is_profiler_function(name: &str) -> bool {
-    PROFILER_FRAMES.contains(&name) || name.starts_with(AGENT_SIGNAL_PATH)
+    PROFILER_FRAMES.contains(&name)
+        || name.starts_with(AGENT_SIGNAL_PATH)
+        || name == AGENT_THREAD_START
 }
 
 /// A sample kept by the filters.
@@ -191,6 +195,9 @@ const PROFILER_FRAMES: &[&str] = &[
 
 /// Prefix of the cpuprof agent's signal-path functions.
 const AGENT_SIGNAL_PATH: &str = "cpuprof::signal_path::";
+
+/// The cpuprof agent's thread start wrapper.
+const AGENT_THREAD_START: &str = "cpuprof::threads::trampoline";
 
 /// The stacks of a profile as a report sees them. Stacks are expanded
 /// from the profile's samples on demand ([`Stacks::expand`],

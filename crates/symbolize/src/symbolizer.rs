@@ -108,28 +108,47 @@ impl Symbolizer {
 
     /// Fills the functions and inline chains of every location of
     /// `profile` that has none yet, and the mappings' build ids and
-    /// `has_*` flags. Returns the problems met: one warning per missing or
-    /// unusable file, per mismatched binary, per binary with corrupt
-    /// DWARF. Addresses that cannot be resolved keep empty lines.
+    /// `has_*` flags. Locations of a mapping that has function names but
+    /// neither file names nor line numbers (profile.proto written from
+    /// symbol tables only, as our agent's and `perf`'s converters do) are
+    /// resolved again when the mapping's file is here and matches: they
+    /// gain lines, inline chains and demangled names, and keep their names
+    /// where the file says nothing. Remaining mangled names are demangled
+    /// (as Go pprof does). Returns the problems met: one warning per
+    /// missing or unusable file, per mismatched binary, per binary with
+    /// corrupt DWARF. Addresses that cannot be resolved keep empty lines.
     pub fn symbolize(&self, profile: &mut Profile) -> Vec<Warning> {
         let mut warnings = Vec::new();
         let mapping_count = profile.mappings.len();
+        let names_only: Vec<bool> = profile
+            .mappings
+            .iter()
+            .map(|m| m.has_functions && !m.has_filenames && !m.has_line_numbers)
+            .collect();
         let mut pending: Vec<Vec<usize>> = vec![Vec::new(); mapping_count];
+        // Per mapping: how many of its locations have no name at all.
+        let mut unnamed = vec![0usize; mapping_count];
         let mut unmapped = Vec::new();
         for (i, location) in profile.locations.iter().enumerate() {
-            if !location.lines.is_empty() {
-                continue;
-            }
+            let named = !location.lines.is_empty();
             match location.mapping {
-                Some(m) if m.index() < mapping_count => pending[m.index()].push(i),
+                Some(m) if m.index() < mapping_count => {
+                    if !named {
+                        unnamed[m.index()] += 1;
+                        pending[m.index()].push(i);
+                    } else if names_only[m.index()] {
+                        pending[m.index()].push(i);
+                    }
+                }
                 Some(_) => {}
-                None => unmapped.push(i),
+                None if !named => unmapped.push(i),
+                None => {}
             }
         }
 
         let work: Vec<usize> = pending.iter().map(Vec::len).collect();
         let (sources, named, chosen_warnings) =
-            self.choose_binaries(profile, &work, !unmapped.is_empty(), true);
+            self.choose_binaries_for(profile, &work, &unnamed, !unmapped.is_empty(), true);
         warnings.extend(chosen_warnings);
 
         // Batches: the addresses of each binary, as file addresses.
@@ -255,6 +274,9 @@ impl Symbolizer {
                 }
             }
         }
+        if self.options.demangle {
+            demangle_recorded_names(profile);
+        }
         if let Some(client) = &self.options.debuginfod {
             warnings.extend(client.take_warning());
         }
@@ -285,6 +307,20 @@ impl Symbolizer {
         &self,
         profile: &Profile,
         work: &[usize],
+        has_unmapped: bool,
+        fetch: bool,
+    ) -> Chosen {
+        self.choose_binaries_for(profile, work, work, has_unmapped, fetch)
+    }
+
+    /// [`Symbolizer::choose_binaries`], where a missing file is worth a
+    /// warning only for the mappings with `unnamed` addresses (the others'
+    /// locations already have names from the profile).
+    fn choose_binaries_for(
+        &self,
+        profile: &Profile,
+        work: &[usize],
+        unnamed: &[usize],
         has_unmapped: bool,
         fetch: bool,
     ) -> Chosen {
@@ -405,14 +441,14 @@ impl Symbolizer {
                         sources[t] = Some(binary);
                         continue;
                     }
-                    if !failure_reported.contains(&mapping.path.as_str()) {
-                        let count: usize = profile
-                            .mappings
-                            .iter()
-                            .enumerate()
-                            .filter(|(_, m)| m.path == mapping.path)
-                            .map(|(i, _)| work[i])
-                            .sum();
+                    let count: usize = profile
+                        .mappings
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, m)| m.path == mapping.path)
+                        .map(|(i, _)| unnamed[i])
+                        .sum();
+                    if count > 0 && !failure_reported.contains(&mapping.path.as_str()) {
                         let what = if *not_found {
                             format!("{}: not found", mapping.path)
                         } else {
@@ -614,6 +650,24 @@ fn mismatch(binary: &Binary, mapping: &Mapping) -> Option<String> {
 
 /// True for mappings of real files, as opposed to `[vdso]`, `[heap]`,
 /// anonymous memory and other pseudo paths.
+/// Demangles the names a profile recorded mangled (profile.proto written
+/// from symbol tables): `name` becomes the demangled name, `system_name`
+/// keeps the symbol.
+fn demangle_recorded_names(profile: &mut Profile) {
+    for function in &mut profile.functions {
+        if !(function.name.starts_with("_Z") || function.name.starts_with("_R")) {
+            continue;
+        }
+        let demangled = crate::demangle::demangle(&function.name);
+        if demangled != function.name {
+            if function.system_name.is_empty() {
+                function.system_name = std::mem::take(&mut function.name);
+            }
+            function.name = demangled;
+        }
+    }
+}
+
 fn is_file_path(path: &str) -> bool {
     !(path.is_empty()
         || path.starts_with('[')

@@ -621,3 +621,45 @@ fn vdso_addresses_are_named_from_this_process() {
     symbolize(&mut other, &Options::default());
     assert!(other.locations[0].lines.is_empty());
 }
+
+/// A profile.proto written from symbol tables (names, no files or lines)
+/// whose mapped file is not here keeps its names, demangled (Go pprof
+/// demangles such names too), and costs no "not found" warning: nothing
+/// was left unnamed.
+#[test]
+fn recorded_mangled_names_are_demangled_when_the_file_is_missing() {
+    let mut profile = Profile::default();
+    profile.mappings.push(Mapping {
+        start: 0x1000,
+        limit: 0x2000,
+        path: "/nonexistent/cpuprof-test/prog".to_string(),
+        has_functions: true,
+        ..Mapping::default()
+    });
+    profile.functions.push(Function {
+        name: "_ZN4work6Burner4burnEi".to_string(),
+        ..Function::default()
+    });
+    profile.functions.push(Function {
+        name: "plain_c_function".to_string(),
+        ..Function::default()
+    });
+    for (i, address) in [0x1100u64, 0x1200].into_iter().enumerate() {
+        profile.locations.push(Location {
+            address,
+            mapping: Some(cpuprof_profile::MappingId::from_index(0)),
+            lines: vec![Line {
+                function: cpuprof_profile::FunctionId::from_index(i),
+                line: 0,
+                column: 0,
+            }],
+            ..Location::default()
+        });
+    }
+    let warnings = symbolize(&mut profile, &Options::default());
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(profile.functions[0].name, "work::Burner::burn(int)");
+    assert_eq!(profile.functions[0].system_name, "_ZN4work6Burner4burnEi");
+    assert_eq!(profile.functions[1].name, "plain_c_function");
+    assert_eq!(profile.locations[0].lines[0].function.index(), 0);
+}
