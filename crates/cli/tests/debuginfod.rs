@@ -13,7 +13,7 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -198,34 +198,8 @@ fn build_id_of(path: &Path) -> String {
 /// A 2-second profile of `program` from our agent's HTTP endpoint (the
 /// program runs under `LD_PRELOAD` with `CPUPROFILE_HTTP`).
 fn agent_profile(program: &Path) -> Vec<u8> {
-    let agent = Path::new(env!("CARGO_BIN_EXE_cpuprof")).with_file_name("libcpuprof.so");
-    assert!(
-        agent.exists(),
-        "{} (cargo build --release first)",
-        agent.display()
-    );
-    let mut child = Command::new(program)
-        .arg("30")
-        .env("LD_PRELOAD", &agent)
-        .env("CPUPROFILE_HTTP", "127.0.0.1:0")
-        .env("CPUPROFILE_FREQUENCY", "250")
-        .env_remove("CPUPROFILE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut port = None;
-    for _ in 0..20 {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        if let Some(rest) = line.split("serving on http://127.0.0.1:").nth(1) {
-            port = rest.trim().trim_end_matches('/').parse::<u16>().ok();
-            break;
-        }
-    }
+    let started = common::start_under_agent_endpoint(program, &["30"]);
+    let (mut child, port) = started.map_or((None, None), |(c, p)| (Some(c), Some(p)));
     let response = port.map(|port| {
         http_get(
             port,
@@ -233,8 +207,10 @@ fn agent_profile(program: &Path) -> Vec<u8> {
             Duration::from_secs(30),
         )
     });
-    let _ = child.kill();
-    let _ = child.wait();
+    if let Some(child) = child.as_mut() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
     let (status, body) = response
         .expect("the agent said where it serves")
         .expect("the agent answered");

@@ -90,22 +90,7 @@ fn profile() -> Option<&'static Path> {
             }
             let dir = TempDir::new().unwrap();
             let d = dir.path();
-            let src = d.join("gopath/src/labelled");
-            std::fs::create_dir_all(&src).unwrap();
-            std::fs::write(src.join("main.go"), GO_PROGRAM).unwrap();
-            let binary = d.join("labelled");
-            run_stdout(
-                Command::new("go")
-                    .args(["build", "-o"])
-                    .arg(&binary)
-                    .arg(".")
-                    .current_dir(&src)
-                    .env("GO111MODULE", "off")
-                    .env("GOPATH", d.join("gopath"))
-                    .env("GOCACHE", d.join("gocache"))
-                    .env("GOFLAGS", "")
-                    .env("HOME", d),
-            );
+            let binary = cpuprof_testkit::build_go(d, "labelled", GO_PROGRAM);
             let profile = d.join("labelled.pb.gz");
             run_stdout(Command::new(&binary).arg(&profile));
             Some((dir, profile))

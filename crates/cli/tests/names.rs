@@ -318,12 +318,31 @@ fn plt_case() -> Option<PltCase> {
 #[test]
 fn plt_stubs_and_public_aliases_are_named_as_objdump_and_callers_name_them() {
     let Some(case) = plt_case() else { return };
-    let text = run_stdout(
-        cpuprof()
-            .args(["report", "--text"])
-            .arg(&case.main)
-            .arg(&case.profile),
-    );
+    let report_text = || {
+        run_stdout(
+            cpuprof()
+                .args(["report", "--text"])
+                .arg(&case.main)
+                .arg(&case.profile),
+        )
+    };
+    let mut text = report_text();
+    // A stub is one jump: on a loaded host libprofiler's ~600 samples may
+    // miss it. Profile again (at most twice) rather than assert on chance.
+    for _ in 0..2 {
+        if TextReport::parse(&text).row("memcpy@plt").is_some() {
+            break;
+        }
+        let libprofiler = libprofiler().unwrap();
+        profile_with_libprofiler(
+            &libprofiler,
+            &case.main,
+            &["600000000"],
+            &case.profile,
+            1000,
+        );
+        text = report_text();
+    }
     let report = TextReport::parse(&text);
     let plt_rows: Vec<&str> = report
         .rows
@@ -547,22 +566,7 @@ fn go_case() -> Option<GoCase> {
     }
     let dir = TempDir::new().unwrap();
     let d = dir.path();
-    let src = d.join("gopath/src/hot");
-    std::fs::create_dir_all(&src).unwrap();
-    write(&src, "main.go", GO_PROGRAM);
-    let binary = d.join("hot");
-    run_stdout(
-        Command::new("go")
-            .args(["build", "-o"])
-            .arg(&binary)
-            .arg(".")
-            .current_dir(&src)
-            .env("GO111MODULE", "off")
-            .env("GOPATH", d.join("gopath"))
-            .env("GOCACHE", d.join("gocache"))
-            .env("GOFLAGS", "")
-            .env("HOME", d),
-    );
+    let binary = cpuprof_testkit::build_go(d, "hot", GO_PROGRAM);
     let profile = d.join("hot.pb.gz");
     run_stdout(Command::new(&binary).arg(&profile));
     Some(GoCase { _dir: dir, profile })

@@ -358,24 +358,7 @@ fn go_server() -> Option<GoServer> {
         return None;
     }
     let dir = TempDir::new().unwrap();
-    let src = dir.path().join("main.go");
-    std::fs::write(&src, GO_SERVER).unwrap();
-    let bin = dir.path().join("goserver");
-    let out = Command::new("go")
-        .args(["build", "-o"])
-        .arg(&bin)
-        .arg(&src)
-        .env("GO111MODULE", "off")
-        .env("GOPATH", dir.path().join("gopath"))
-        .env("GOCACHE", dir.path().join("gocache"))
-        .env("GOFLAGS", "")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "go build: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let bin = cpuprof_testkit::build_go(dir.path(), "goserver", GO_SERVER);
     let mut child = Command::new(&bin)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -538,42 +521,12 @@ fn agent_server(dir: &Path, delete: bool) -> Option<AgentServer> {
     if !require_tool("gcc") {
         return None;
     }
-    let agent = Path::new(env!("CARGO_BIN_EXE_cpuprof")).with_file_name("libcpuprof.so");
-    assert!(
-        agent.exists(),
-        "{} (cargo build --release first)",
-        agent.display()
-    );
     let src = dir.join("host.c");
     std::fs::write(&src, AGENT_HOST).unwrap();
     let bin = dir.join("agent-host");
     cpuprof_testkit::compile("gcc", &[&src], &bin, &["-O2", "-g"]);
-    let mut child = Command::new(&bin)
-        .arg("30")
-        .env("LD_PRELOAD", &agent)
-        .env("CPUPROFILE_HTTP", "127.0.0.1:0")
-        .env("CPUPROFILE_FREQUENCY", "250")
-        .env_remove("CPUPROFILE")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut port = None;
-    for _ in 0..20 {
-        let mut line = String::new();
-        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
-            break;
-        }
-        if let Some(rest) = line.split("serving on http://127.0.0.1:").nth(1) {
-            port = rest.trim().trim_end_matches('/').parse().ok();
-            break;
-        }
-    }
-    let Some(port) = port else {
-        let _ = child.kill();
-        panic!("the agent did not say where it serves");
-    };
+    let (child, port) =
+        common::start_under_agent_endpoint(&bin, &["30"]).expect("the agent said where it serves");
     if delete {
         std::fs::remove_file(&bin).unwrap();
     }

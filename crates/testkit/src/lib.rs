@@ -99,6 +99,35 @@ pub fn compile(compiler: &str, sources: &[&Path], output: &Path, flags: &[&str])
     output.to_path_buf()
 }
 
+/// Builds the Go program `main_go` (one `main.go`, standard library only)
+/// into `dir/name` with Debian's `go` in GOPATH mode, its GOPATH and
+/// build cache under `dir` (nothing of the user's is read or written).
+/// Panics with go's message on failure.
+pub fn build_go(dir: &Path, name: &str, main_go: &str) -> PathBuf {
+    let src = dir.join("gopath/src").join(name);
+    std::fs::create_dir_all(&src).unwrap();
+    std::fs::write(src.join("main.go"), main_go).unwrap();
+    let binary = dir.join(name);
+    let out = Command::new("go")
+        .args(["build", "-o"])
+        .arg(&binary)
+        .arg(".")
+        .current_dir(&src)
+        .env("GO111MODULE", "off")
+        .env("GOPATH", dir.join("gopath"))
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOFLAGS", "")
+        .env("HOME", dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run go: {e}"));
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    binary
+}
+
 /// Builds `spin` (and `libhot.so`) from tests/workloads into `dir` with
 /// extra `flags` (e.g. `-fno-omit-frame-pointer`, `-no-pie`); returns the
 /// paths of spin and libhot.so.

@@ -2,8 +2,9 @@
 //! crate, and not each uses every helper).
 #![allow(dead_code)]
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 use cpuprof_testkit::run_stdout;
 
@@ -39,4 +40,42 @@ pub fn report_texts(args: &[&str], configure: impl FnOnce(&mut Command)) -> (Str
         .stdin(std::process::Stdio::null());
     configure(&mut cmd);
     texts(&cmd.output().unwrap())
+}
+
+/// Starts `program ARGS` under our agent with its HTTP endpoint on a free
+/// loopback port (250 Hz, no profile file) and returns it with the port
+/// the agent says it serves on; None (the child killed) when it does not
+/// say so within its first 20 lines of stderr.
+pub fn start_under_agent_endpoint(program: &Path, args: &[&str]) -> Option<(Child, u16)> {
+    let agent = Path::new(env!("CARGO_BIN_EXE_cpuprof")).with_file_name("libcpuprof.so");
+    assert!(
+        agent.exists(),
+        "{} (cargo build --release first)",
+        agent.display()
+    );
+    let mut child = Command::new(program)
+        .args(args)
+        .env("LD_PRELOAD", &agent)
+        .env("CPUPROFILE_HTTP", "127.0.0.1:0")
+        .env("CPUPROFILE_FREQUENCY", "250")
+        .env_remove("CPUPROFILE")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    for _ in 0..20 {
+        let mut line = String::new();
+        if stderr.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        if let Some(rest) = line.split("serving on http://127.0.0.1:").nth(1) {
+            if let Ok(port) = rest.trim().trim_end_matches('/').parse::<u16>() {
+                return Some((child, port));
+            }
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    None
 }
