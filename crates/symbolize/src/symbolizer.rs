@@ -496,37 +496,47 @@ impl Symbolizer {
     fn fetch_binary(&self, mapping: &Mapping, fetch: bool) -> Option<Arc<Binary>> {
         let client = self.options.debuginfod.as_ref()?;
         let id = normalize_build_id(&mapping.build_id)?;
-        let key = format!("executable {id}");
+        let binary = self.fetched_once(format!("executable {id}"), fetch, || {
+            match client.fetch(&id, Artifact::Executable) {
+                Some(executable) => match Binary::open(&executable, &self.options) {
+                    Ok(b) if b.has_debug_info() => Some(Arc::new(b)),
+                    Ok(b) => {
+                        let with_debug = client.fetch(&id, Artifact::Debuginfo).and_then(|debug| {
+                            Binary::open_with_debug_file(&executable, &debug, &self.options).ok()
+                        });
+                        Some(Arc::new(with_debug.unwrap_or(b)))
+                    }
+                    Err(_) => None,
+                },
+                None => client
+                    .fetch(&id, Artifact::Debuginfo)
+                    .and_then(|debug| Binary::open(&debug, &self.options).ok())
+                    .map(Arc::new),
+            }
+        });
+        binary.filter(|b| mismatch(b, mapping).is_none())
+    }
+
+    /// What was fetched for `key` before; else, when `fetch`, what `make`
+    /// fetches, kept for `key` (None included: asked once).
+    fn fetched_once(
+        &self,
+        key: String,
+        fetch: bool,
+        make: impl FnOnce() -> Option<Arc<Binary>>,
+    ) -> Option<Arc<Binary>> {
         let cached = self.fetched.lock().ok()?.get(&key).cloned();
-        let binary = match cached {
+        match cached {
             Some(binary) => binary,
-            None if !fetch => return None,
+            None if !fetch => None,
             None => {
-                let binary = match client.fetch(&id, Artifact::Executable) {
-                    Some(executable) => match Binary::open(&executable, &self.options) {
-                        Ok(b) if b.has_debug_info() => Some(Arc::new(b)),
-                        Ok(b) => {
-                            let with_debug =
-                                client.fetch(&id, Artifact::Debuginfo).and_then(|debug| {
-                                    Binary::open_with_debug_file(&executable, &debug, &self.options)
-                                        .ok()
-                                });
-                            Some(Arc::new(with_debug.unwrap_or(b)))
-                        }
-                        Err(_) => None,
-                    },
-                    None => client
-                        .fetch(&id, Artifact::Debuginfo)
-                        .and_then(|debug| Binary::open(&debug, &self.options).ok())
-                        .map(Arc::new),
-                };
+                let binary = make();
                 if let Ok(mut fetched) = self.fetched.lock() {
                     fetched.insert(key, binary.clone());
                 }
                 binary
             }
-        };
-        binary.filter(|b| mismatch(b, mapping).is_none())
+        }
     }
 
     /// `binary` (without DWARF) with its debug file from debuginfod, by
@@ -545,24 +555,15 @@ impl Symbolizer {
         };
         let id = normalize_build_id(&id)?;
         let key = format!("debuginfo {id} {}", binary.path().display());
-        let cached = self.fetched.lock().ok()?.get(&key).cloned();
-        match cached {
-            Some(better) => better,
-            None if !fetch => None,
-            None => {
-                let better = client
-                    .fetch(&id, Artifact::Debuginfo)
-                    .and_then(|debug| {
-                        Binary::open_with_debug_file(binary.path(), &debug, &self.options).ok()
-                    })
-                    .filter(Binary::has_debug_info)
-                    .map(Arc::new);
-                if let Ok(mut fetched) = self.fetched.lock() {
-                    fetched.insert(key, better.clone());
-                }
-                better
-            }
-        }
+        self.fetched_once(key, fetch, || {
+            client
+                .fetch(&id, Artifact::Debuginfo)
+                .and_then(|debug| {
+                    Binary::open_with_debug_file(binary.path(), &debug, &self.options).ok()
+                })
+                .filter(Binary::has_debug_info)
+                .map(Arc::new)
+        })
     }
 
     /// The mappings `binary` (named by the user as `path`) serves: those
@@ -648,8 +649,6 @@ fn mismatch(binary: &Binary, mapping: &Mapping) -> Option<String> {
     None
 }
 
-/// True for mappings of real files, as opposed to `[vdso]`, `[heap]`,
-/// anonymous memory and other pseudo paths.
 /// Demangles the names a profile recorded mangled (profile.proto written
 /// from symbol tables): `name` becomes the demangled name, `system_name`
 /// keeps the symbol.
@@ -668,6 +667,8 @@ fn demangle_recorded_names(profile: &mut Profile) {
     }
 }
 
+/// True for mappings of real files, as opposed to `[vdso]`, `[heap]`,
+/// anonymous memory and other pseudo paths.
 fn is_file_path(path: &str) -> bool {
     !(path.is_empty()
         || path.starts_with('[')
