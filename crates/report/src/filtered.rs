@@ -76,23 +76,20 @@ pub fn labelled_profile(stacks: &Stacks, tags: &TagOptions) -> Profile {
             })
     };
     let mut samples = std::mem::take(&mut profile.samples);
+    let adds_frames = tags.adds_frames();
     for sample in &mut samples {
-        if !tags.root.is_empty() || !tags.leaf.is_empty() {
-            let leaf: Vec<LocationId> = tags
-                .leaf
-                .iter()
-                .rev()
-                .map(|k| location_of(&mut profile, &sample.labels, k))
-                .collect();
-            let root: Vec<LocationId> = tags
-                .root
-                .iter()
-                .rev()
-                .map(|k| location_of(&mut profile, &sample.labels, k))
-                .collect();
-            let mut locations = leaf;
+        if adds_frames {
+            // Leaf pseudo-frames first, then the stack, then the root ones
+            // (each made in that order).
+            let mut frames = |keys: &[String]| -> Vec<LocationId> {
+                keys.iter()
+                    .rev()
+                    .map(|k| location_of(&mut profile, &sample.labels, k))
+                    .collect()
+            };
+            let mut locations = frames(&tags.leaf);
             locations.append(&mut sample.locations);
-            locations.extend(root);
+            locations.extend(frames(&tags.root));
             sample.locations = locations;
         }
         sample.labels.retain(|l| tags.shows(&l.key));

@@ -316,8 +316,7 @@ impl<'p> Stacks<'p> {
         };
         let any_profiler = stacks.profiler.iter().any(|&p| p);
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
-        let mut label_sets = (!options.tags.root.is_empty() || !options.tags.leaf.is_empty())
-            .then(LabelSets::default);
+        let mut label_sets = options.tags.adds_frames().then(LabelSets::default);
         for (index, sample) in profile.samples.iter().enumerate() {
             let value = sample.values.get(value_index).copied().unwrap_or(0);
             stacks.grand_total = stacks.grand_total.saturating_add(value);

@@ -471,13 +471,14 @@ impl TagOptions {
         self.focus.is_some() || self.ignore.is_some()
     }
 
+    /// True when `--tagroot` or `--tagleaf` adds pseudo-frames.
+    pub fn adds_frames(&self) -> bool {
+        !self.root.is_empty() || !self.leaf.is_empty()
+    }
+
     /// True when any label option is set.
     pub fn any(&self) -> bool {
-        self.filters_samples()
-            || self.show.is_some()
-            || self.hide.is_some()
-            || !self.root.is_empty()
-            || !self.leaf.is_empty()
+        self.filters_samples() || self.show.is_some() || self.hide.is_some() || self.adds_frames()
     }
 
     /// The pseudo-frame name of `key` in a sample with `labels`: its
@@ -490,10 +491,9 @@ impl TagOptions {
             LabelValue::Str(s) => Some(s.clone()),
             LabelValue::Num { .. } => None,
         });
-        let numbers = of_key().filter_map(|l| match &l.value {
-            LabelValue::Num { value, unit } => Some(scaled_label(*value, unit, "auto")),
-            LabelValue::Str(_) => None,
-        });
+        let numbers = of_key()
+            .filter(|l| matches!(l.value, LabelValue::Num { .. }))
+            .map(|l| value_text(&l.value));
         let values: Vec<String> = strings.chain(numbers).collect();
         (!values.is_empty()).then(|| values.join(","))
     }
