@@ -701,14 +701,7 @@ fn download_progress_on_a_terminal_only() {
     let url = format!("http://127.0.0.1:{port}");
     let dir = TempDir::new().unwrap();
     let socket = dir.path().join("tmux.sock");
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let tmux = |args: &[&str]| common::tmux(&socket, args);
     let command = format!(
         "DEBUGINFOD_URLS={url} DEBUGINFOD_CACHE_PATH='{}' '{}' report --text --lines '{}'; sleep 20",
         dir.path().join("cache-tty").display(),

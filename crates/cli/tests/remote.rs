@@ -605,14 +605,7 @@ fn a_countdown_on_a_terminal_only() {
         }),
     );
     let socket = dir.path().join("tmux.sock");
-    let tmux = |args: &[&str]| {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&socket)
-            .args(args)
-            .output()
-            .unwrap()
-    };
+    let tmux = |args: &[&str]| common::tmux(&socket, args);
     let command = format!(
         "PPROF_TMPDIR={} '{}' report --text --no-symbolize --seconds=3 127.0.0.1:{port}/pprof/profile; sleep 20",
         dir.path().display(),

@@ -42,6 +42,17 @@ pub fn report_texts(args: &[&str], configure: impl FnOnce(&mut Command)) -> (Str
     texts(&cmd.output().unwrap())
 }
 
+/// `tmux -S SOCKET ARGS`'s output: a command to the test's own tmux
+/// server.
+pub fn tmux(socket: &Path, args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .arg("-S")
+        .arg(socket)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 /// Starts `program ARGS` under our agent with its HTTP endpoint on a free
 /// loopback port (250 Hz, no profile file) and returns it with the port
 /// the agent says it serves on; None (the child killed) when it does not
