@@ -1,10 +1,10 @@
 //! `cpuprof record` and `cpuprof demo`, end to end: the agent library found
 //! beside the binary, the profile written, the report printed.
 
-use cpuprof_testkit::{build_spin, TempDir};
+use cpuprof_testkit::{build_spin, compile, run_ok, TempDir};
 
 mod common;
-use common::cpuprof;
+use common::{cpuprof, report};
 
 /// Flat share of `name` in a printed text report, in percent.
 fn flat_percent(report: &str, name: &str) -> f64 {
@@ -118,26 +118,19 @@ fn recorded_proto_gets_demangled_names_and_lines_from_the_local_program() {
          int main() { std::thread t([] { work::Burner::burn(200); }); t.join(); std::puts(\"done\"); }\n",
     )
     .unwrap();
-    let program = dir.path().join("burner");
-    let built = std::process::Command::new("g++")
-        .args(["-O1", "-g", "-pthread", "-o"])
-        .arg(&program)
-        .arg(&source)
-        .status()
-        .unwrap();
-    assert!(built.success());
+    let program = compile(
+        "g++",
+        &[&source],
+        &dir.path().join("burner"),
+        &["-O1", "-g", "-pthread"],
+    );
     let profile = dir.path().join("burner.pb.gz");
-    let out = cpuprof()
-        .args(["record", "-F", "1000", "-o"])
-        .arg(&profile)
-        .arg("--")
-        .arg(&program)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        cpuprof()
+            .args(["record", "-F", "1000", "-o"])
+            .arg(&profile)
+            .arg("--")
+            .arg(&program),
     );
     // The file holds the mangled symbol (what the agent's tables give).
     let parsed = cpuprof_profile::proto::read(&std::fs::read(&profile).unwrap()).unwrap();
@@ -145,16 +138,9 @@ fn recorded_proto_gets_demangled_names_and_lines_from_the_local_program() {
         .functions
         .iter()
         .any(|f| f.name.contains("_ZN4work6Burner4burnEi")));
-    let report = cpuprof()
-        .args(["report", "--text", "--lines", "--sample_index=samples"])
-        .arg(&profile)
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&report.stdout);
-    assert!(
-        report.status.success(),
-        "{}",
-        String::from_utf8_lossy(&report.stderr)
+    let text = report(
+        &["--text", "--lines", "--sample_index=samples"],
+        &[&profile],
     );
     let burn = text
         .lines()
