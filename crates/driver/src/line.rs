@@ -287,9 +287,7 @@ impl Invocation {
         }
         Ok(())
     }
-}
 
-impl Invocation {
     /// The settings the command's regexes set: `tagfocus`/`tagignore` for
     /// `tags` (as Go pprof's shell), else `focus`/`ignore`.
     fn filter_names(&self) -> (&'static str, &'static str) {

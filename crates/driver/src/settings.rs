@@ -80,17 +80,14 @@ impl Setting {
     /// control characters it echoes are escaped.
     pub fn check(&self, value: &str) -> Result<String> {
         self.check_trimmed(value.trim()).map_err(|e| {
-            let message: String = e
-                .to_string()
-                .chars()
-                .flat_map(|c| {
-                    if c.is_control() {
-                        c.escape_default().collect::<Vec<_>>()
-                    } else {
-                        vec![c]
-                    }
-                })
-                .collect();
+            let mut message = String::new();
+            for c in e.to_string().chars() {
+                if c.is_control() {
+                    message.extend(c.escape_default());
+                } else {
+                    message.push(c);
+                }
+            }
             anyhow::anyhow!(message)
         })
     }
