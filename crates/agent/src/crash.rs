@@ -87,7 +87,8 @@ fn errno() -> i32 {
     unsafe { *libc::__errno_location() }
 }
 
-fn current_handler(signal: i32) -> usize {
+/// The handler (or `SIG_DFL`/`SIG_IGN`) currently on `signal`.
+pub(crate) fn current_handler(signal: i32) -> usize {
     // SAFETY: reads the disposition into a local.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();

@@ -191,13 +191,7 @@ fn write_stderr(text: &str) {
 }
 
 fn process_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    signal_path::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap_or(0)
 }
 
 /// Why a start failed.
@@ -967,14 +961,7 @@ fn choose_signal(requested: i32) -> i32 {
         return requested;
     }
     let ours = signal_path::on_profiling_signal as *const () as usize;
-    let handler_of = |signal: i32| {
-        // SAFETY: reads the disposition into a local.
-        unsafe {
-            let mut current: libc::sigaction = std::mem::zeroed();
-            libc::sigaction(signal, std::ptr::null(), &mut current);
-            current.sa_sigaction
-        }
-    };
+    let handler_of = crate::crash::current_handler;
     let range = libc::SIGRTMIN()..=libc::SIGRTMAX();
     if let Some(signal) = range.clone().rev().find(|&s| handler_of(s) == ours) {
         return signal;
@@ -993,12 +980,7 @@ fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
         return;
     }
     let signal = session.owner.signal;
-    // SAFETY: reads the disposition into a local.
-    let current = unsafe {
-        let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current);
-        current.sa_sigaction
-    };
+    let current = crate::crash::current_handler(signal);
     let cpu_ns = process_cpu_ns();
     let samples = sampler.stats.samples.load(Ordering::Relaxed);
     if current == signal_path::on_profiling_signal as *const () as usize {

@@ -485,10 +485,10 @@ fn on_thread_stack(me: &Me, ucontext: *mut c_void) -> bool {
 
 /// Weighs and records the sample of one signal (on the agent's stack).
 fn sample_signal(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t, ucontext: *mut c_void) {
-    let Some(weight) = sample_weight(sampler, me, info) else {
+    let wall_period = sampler.wall_period_ns.load(Ordering::Relaxed);
+    let Some(weight) = sample_weight(sampler, me, info, wall_period) else {
         return;
     };
-    let wall_period = sampler.wall_period_ns.load(Ordering::Relaxed);
     let state = if wall_period != 0 {
         wall_state(me, wall_period, weight)
     } else {
@@ -554,14 +554,14 @@ pub(crate) fn tag_state(tag: u64) -> u64 {
     (tag >> 32) & 3
 }
 
-/// The calling thread's CPU time in ns (async-signal-safe).
-pub(crate) fn thread_cpu_ns() -> Option<u64> {
+/// The time of `clock` in ns (async-signal-safe); None if it cannot be read.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
-    if unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } != 0 {
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
         return None;
     }
     Some(
@@ -569,6 +569,11 @@ pub(crate) fn thread_cpu_ns() -> Option<u64> {
             .saturating_mul(1_000_000_000)
             .saturating_add(now.tv_nsec as u64),
     )
+}
+
+/// The calling thread's CPU time in ns (async-signal-safe).
+pub(crate) fn thread_cpu_ns() -> Option<u64> {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
 }
 
 /// Wall-clock mode: was the thread on CPU during the `weight` periods this
@@ -604,8 +609,13 @@ const MAX_WEIGHT: u64 = 10_000;
 /// How many samples this signal stands for; `None` when it stands for none.
 /// POSIX timers: 1 + the timer's overrun (how many expirations were merged
 /// into this signal). perf task-clock: see [`cpu_time_weight`].
-fn sample_weight(sampler: &Sampler, me: &Me, info: *mut libc::siginfo_t) -> Option<u64> {
-    if sampler.wall_period_ns.load(Ordering::Relaxed) != 0 {
+fn sample_weight(
+    sampler: &Sampler,
+    me: &Me,
+    info: *mut libc::siginfo_t,
+    wall_period: u64,
+) -> Option<u64> {
+    if wall_period != 0 {
         // The wall-clock driver counted the periods it signalled for.
         let pending = me
             .slot

@@ -555,13 +555,5 @@ pub(crate) fn disarm_process_itimer() {
 
 /// The CPU time of thread `tid` in ns (0 if it cannot be read).
 pub(crate) fn thread_cpu_ns_of(tid: i32) -> u64 {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    if unsafe { libc::clock_gettime(thread_cpu_clock(tid), &mut now) } != 0 {
-        return 0;
-    }
-    now.tv_sec as u64 * 1_000_000_000 + now.tv_nsec as u64
+    crate::signal_path::clock_ns(thread_cpu_clock(tid)).unwrap_or(0)
 }

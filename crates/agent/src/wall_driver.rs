@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::collector::existing_sampler;
-use crate::signal_path::{gettid, repeat_waiting_sample};
+use crate::signal_path::{clock_ns, gettid, repeat_waiting_sample};
 use crate::timers::thread_cpu_ns_of;
 
 /// CPU time below which a thread counts as not having run since its last
@@ -79,13 +79,7 @@ pub(crate) fn forget_after_fork() {
 }
 
 fn monotonic_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0)
 }
 
 fn drive() {
