@@ -9,8 +9,8 @@ use std::process::Command;
 
 use cpuprof_profile::{gperftools, proto};
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout, TempDir,
-    TextReport,
+    build_spin, gcc_and_libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout,
+    TempDir, TextReport,
 };
 
 mod common;
@@ -18,13 +18,7 @@ use common::cpuprof;
 
 /// A real gperftools profile of spin (burn_a/burn_b/burn_c), with spin.
 fn spin_profile(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    if !require_tool("gcc") {
-        return None;
-    }
-    let Some(lib) = libprofiler() else {
-        require_tool("libprofiler.so");
-        return None;
-    };
+    let lib = gcc_and_libprofiler()?;
     let (spin, _) = build_spin(dir, "spin", &["-fno-omit-frame-pointer"]);
     let prof = dir.join("spin.prof");
     profile_with_libprofiler(&lib, &spin, &["-s", "1.5"], &prof, 250);

@@ -14,7 +14,7 @@ use std::sync::OnceLock;
 
 use cpuprof_driver::settings::{Kind, SETTINGS};
 use cpuprof_testkit::{
-    build_spin, libprofiler, profile_with_libprofiler, require_tool, run_with_stdin, TempDir,
+    build_spin, gcc_and_libprofiler, profile_with_libprofiler, run_with_stdin, TempDir,
 };
 
 mod common;
@@ -24,13 +24,7 @@ use common::cpuprof;
 fn spin() -> Option<&'static (PathBuf, PathBuf)> {
     static SPIN: OnceLock<Option<(TempDir, PathBuf, PathBuf)>> = OnceLock::new();
     SPIN.get_or_init(|| {
-        if !require_tool("gcc") {
-            return None;
-        }
-        let Some(lib) = libprofiler() else {
-            require_tool("libprofiler.so");
-            return None;
-        };
+        let lib = gcc_and_libprofiler()?;
         let dir = TempDir::new().unwrap();
         let (spin, _) = build_spin(dir.path(), "spin", &[]);
         let prof = dir.path().join("spin.prof");

@@ -80,6 +80,20 @@ pub fn libprofiler() -> Option<PathBuf> {
     found
 }
 
+/// Debian's libprofiler, when gcc is there too (what building a workload
+/// and profiling it under gperftools takes); None, the calling test
+/// skipped, when either is missing.
+pub fn gcc_and_libprofiler() -> Option<PathBuf> {
+    if !require_tool("gcc") {
+        return None;
+    }
+    let lib = libprofiler();
+    if lib.is_none() {
+        require_tool("libprofiler.so");
+    }
+    lib
+}
+
 /// Compiles `sources` with `compiler` (gcc or g++) into `output`, with
 /// `flags`. Panics with the compiler's message on failure.
 pub fn compile(compiler: &str, sources: &[&Path], output: &Path, flags: &[&str]) -> PathBuf {

@@ -12,7 +12,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use cpuprof_testkit::{
-    build_spin, compile, libprofiler, profile_with_libprofiler, repo_root, require_tool, TempDir,
+    build_spin, compile, gcc_and_libprofiler, profile_with_libprofiler, repo_root, TempDir,
 };
 
 /// spin and its profile (1 s of CPU).
@@ -29,13 +29,7 @@ pub struct Spin {
 pub fn spin() -> Option<&'static Spin> {
     static SPIN: OnceLock<Option<Spin>> = OnceLock::new();
     SPIN.get_or_init(|| {
-        if !require_tool("gcc") {
-            return None;
-        }
-        let Some(lib) = libprofiler() else {
-            require_tool("libprofiler.so");
-            return None;
-        };
+        let lib = gcc_and_libprofiler()?;
         let dir = TempDir::new().unwrap();
         let (binary, _) = build_spin(dir.path(), "spin", &[]);
         let profile = dir.path().join("spin.prof");
@@ -106,13 +100,7 @@ pub fn shares() -> Option<&'static Shares> {
     static SHARES_RUNS: OnceLock<Option<Shares>> = OnceLock::new();
     SHARES_RUNS
         .get_or_init(|| {
-            if !require_tool("gcc") {
-                return None;
-            }
-            let Some(lib) = libprofiler() else {
-                require_tool("libprofiler.so");
-                return None;
-            };
+            let lib = gcc_and_libprofiler()?;
             let dir = TempDir::new().unwrap();
             let source = dir.path().join("shares.c");
             std::fs::write(&source, SHARES).unwrap();
