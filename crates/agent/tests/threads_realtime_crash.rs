@@ -16,13 +16,6 @@ use std::process::{Command, Output, Stdio};
 use common::*;
 use cpuprof_profile::{LabelValue, Profile};
 
-fn read_any(path: &Path) -> Profile {
-    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    cpuprof_profile::read_profile(&data, &Default::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .1
-}
-
 fn label<'a>(sample: &'a cpuprof_profile::Sample, key: &str) -> Option<&'a str> {
     sample
         .labels
@@ -108,17 +101,11 @@ fn readelf_build_id(path: &str) -> Option<String> {
 
 /// Our text report of `profile` in samples (its first value).
 fn report_in_samples(profile: &Path) -> cpuprof_testkit::TextReport {
-    let mut parsed = read_any(profile);
-    cpuprof_symbolize::symbolize(&mut parsed, &cpuprof_symbolize::Options::default());
     let options = cpuprof_report::Options {
         sample_index: Some(0),
         ..Default::default()
     };
-    let stacks = cpuprof_report::Stacks::build(&parsed, &options);
-    let graph = cpuprof_report::Graph::build(&stacks, false);
-    let mut out = Vec::new();
-    cpuprof_report::text::write(&mut out, &stacks, &graph, &options).unwrap();
-    cpuprof_testkit::TextReport::parse(&String::from_utf8(out).unwrap())
+    our_report_with(profile, &options)
 }
 
 #[test]

@@ -135,21 +135,6 @@ fn measure(cmd: &mut Command, input: Option<&[u8]>) -> Run {
     }
 }
 
-/// Adds the agent to `cmd`: LD_PRELOAD, `CPUPROFILE=profile` at `hz`
-/// (as `common::preloaded`, for any command).
-fn with_agent<'a>(cmd: &'a mut Command, profile: &Path, hz: u32) -> &'a mut Command {
-    cmd.env("LD_PRELOAD", agent_lib())
-        .env("CPUPROFILE", profile)
-        .env("CPUPROFILE_FREQUENCY", hz.to_string())
-        .env_remove("CPUPROFILE_USE_PID")
-        .env_remove("CPUPROFILE_REALTIME")
-        .env_remove("CPUPROFILE_TIMER");
-    if let Ok(timer) = std::env::var("CPUPROF_TEST_TIMER") {
-        cmd.env("CPUPROFILE_TIMER", timer);
-    }
-    cmd
-}
-
 /// A command with none of the agent's variables (the test may itself run
 /// under them).
 fn plain(program: impl AsRef<std::ffi::OsStr>) -> Command {

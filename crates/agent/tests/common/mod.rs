@@ -97,13 +97,18 @@ pub fn build_c_with(
 /// `profile` at `hz`.
 pub fn preloaded(program: &Path, profile: &Path, hz: u32) -> Command {
     let mut cmd = Command::new(program);
+    with_agent(&mut cmd, profile, hz).stdin(Stdio::null());
+    cmd
+}
+
+/// Puts `cmd` under the agent (LD_PRELOAD) writing `profile` at `hz`.
+pub fn with_agent<'a>(cmd: &'a mut Command, profile: &Path, hz: u32) -> &'a mut Command {
     cmd.env("LD_PRELOAD", agent_lib())
         .env("CPUPROFILE", profile)
         .env("CPUPROFILE_FREQUENCY", hz.to_string())
         .env_remove("CPUPROFILE_USE_PID")
         .env_remove("CPUPROFILE_REALTIME")
-        .env_remove("CPUPROFILE_TIMER")
-        .stdin(Stdio::null());
+        .env_remove("CPUPROFILE_TIMER");
     // CPUPROF_TEST_TIMER=posix|itimer runs the suite on a fallback clock.
     if let Ok(timer) = std::env::var("CPUPROF_TEST_TIMER") {
         cmd.env("CPUPROFILE_TIMER", timer);
@@ -314,16 +319,26 @@ pub fn files_starting_with(dir: &Path, prefix: &str) -> Vec<String> {
 /// Our own text report of a profile: cpuprof-profile's reader,
 /// cpuprof-symbolize and cpuprof-report, as `cpuprof report --text` runs them.
 pub fn our_report(profile: &Path) -> TextReport {
-    let data = std::fs::read(profile).unwrap_or_else(|e| panic!("{}: {e}", profile.display()));
-    let (_, mut parsed) = cpuprof_profile::read_profile(&data, &Default::default())
-        .unwrap_or_else(|e| panic!("{}: {e}", profile.display()));
+    our_report_with(profile, &cpuprof_report::Options::default())
+}
+
+/// [`our_report`] with report `options`.
+pub fn our_report_with(profile: &Path, options: &cpuprof_report::Options) -> TextReport {
+    let mut parsed = read_any(profile);
     cpuprof_symbolize::symbolize(&mut parsed, &cpuprof_symbolize::Options::default());
-    let options = cpuprof_report::Options::default();
-    let stacks = cpuprof_report::Stacks::build(&parsed, &options);
+    let stacks = cpuprof_report::Stacks::build(&parsed, options);
     let graph = cpuprof_report::Graph::build(&stacks, false);
     let mut out = Vec::new();
-    cpuprof_report::text::write(&mut out, &stacks, &graph, &options).unwrap();
+    cpuprof_report::text::write(&mut out, &stacks, &graph, options).unwrap();
     TextReport::parse(&String::from_utf8(out).unwrap())
+}
+
+/// Reads a profile in any format cpuprof-profile's reader knows.
+pub fn read_any(path: &Path) -> Profile {
+    let data = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    cpuprof_profile::read_profile(&data, &Default::default())
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .1
 }
 
 /// Reads `profile` (of `binary`) with our reader and report, and with
