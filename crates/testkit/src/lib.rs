@@ -72,7 +72,7 @@ pub fn libprofiler() -> Option<PathBuf> {
     if found.is_none() {
         if peers_required() {
             panic!(
-                "libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROFILE_REQUIRE_PEERS=1)"
+                "libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROF_REQUIRE_PEERS=1)"
             );
         }
         eprintln!("SKIPPED: libprofiler.so is not installed (package libgoogle-perftools-dev)");
