@@ -189,14 +189,7 @@ fn chain(
         if previous.sa_flags & libc::SA_RESETHAND != 0 {
             set_default(signal);
         }
-        if previous.sa_flags & libc::SA_SIGINFO != 0 {
-            let handler: extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) =
-                std::mem::transmute(previous.sa_sigaction);
-            handler(signal, info, ucontext);
-        } else {
-            let handler: extern "C" fn(i32) = std::mem::transmute(previous.sa_sigaction);
-            handler(signal);
-        }
+        call_handler(signal, previous, info, ucontext);
         libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
     }
 }
@@ -318,5 +311,30 @@ impl RawFile {
         // SAFETY: closing the descriptor we opened.
         let closed = unsafe { libc::close(self.fd) } == 0;
         closed && !self.failed
+    }
+}
+
+/// Calls `action`'s handler (not `SIG_DFL` or `SIG_IGN`) with the
+/// arguments its `SA_SIGINFO` flag asks for.
+///
+/// # Safety
+/// `action.sa_sigaction` is a handler the program installed with these
+/// flags.
+pub(crate) unsafe fn call_handler(
+    signal: i32,
+    action: &libc::sigaction,
+    info: *mut libc::siginfo_t,
+    ucontext: *mut c_void,
+) {
+    // SAFETY: under the caller's contract.
+    unsafe {
+        if action.sa_flags & libc::SA_SIGINFO != 0 {
+            let handler: extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) =
+                std::mem::transmute(action.sa_sigaction);
+            handler(signal, info, ucontext);
+        } else {
+            let handler: extern "C" fn(i32) = std::mem::transmute(action.sa_sigaction);
+            handler(signal);
+        }
     }
 }

@@ -1126,14 +1126,7 @@ extern "C" fn on_termination_signal(
                 libc::raise(signal);
             }
             Some(previous) if previous.sa_sigaction != libc::SIG_IGN => {
-                if previous.sa_flags & libc::SA_SIGINFO != 0 {
-                    let handler: extern "C" fn(i32, *mut libc::siginfo_t, *mut c_void) =
-                        std::mem::transmute(previous.sa_sigaction);
-                    handler(signal, info, ucontext);
-                } else {
-                    let handler: extern "C" fn(i32) = std::mem::transmute(previous.sa_sigaction);
-                    handler(signal);
-                }
+                crate::crash::call_handler(signal, &previous, info, ucontext);
             }
             _ => {}
         }
