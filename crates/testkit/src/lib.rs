@@ -71,9 +71,7 @@ pub fn libprofiler() -> Option<PathBuf> {
     let found = candidates.iter().map(PathBuf::from).find(|p| p.exists());
     if found.is_none() {
         if peers_required() {
-            panic!(
-                "libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROF_REQUIRE_PEERS=1)"
-            );
+            panic!("libprofiler.so (libgoogle-perftools-dev) is missing (CPUPROF_REQUIRE_PEERS=1)");
         }
         eprintln!("SKIPPED: libprofiler.so is not installed (package libgoogle-perftools-dev)");
     }
