@@ -1032,33 +1032,35 @@ fn profile_in_a_full_directory_is_one_line_and_no_partial_file() {
 /// period (`expand_fdtable` → `synchronize_rcu`): 7–15 ms per process on
 /// this VM, 200 shims took 3.2 s instead of 1.0 s. The table is now grown
 /// while the process is still single-threaded
-/// (`timers::grow_descriptor_table`). Measured as the median, over 21
-/// interleaved pairs, of the wall time `/bin/true` takes with the agent
-/// minus without: a few ms of loading, not a grace period.
+/// (`timers::grow_descriptor_table`). Measured as the least time not on a
+/// CPU, over 21 interleaved runs each, with the agent minus without: a
+/// grace period is in every run, a busy machine's waiting in some only.
 #[test]
 fn short_processes_do_not_wait_for_the_descriptor_table() {
     let _serial = serial();
     let dir = tempdir();
     let truth = testkit_which("true");
     let profile = dir.path().join("true.prof");
-    let mut added = Vec::new();
-    let mut cpu_added = Vec::new();
+    // Time not on a CPU (waiting) per run, with and without the agent. A
+    // grace period is a wait in every run; a loaded machine adds waiting
+    // for a CPU to some runs only, so the least of 21 runs is compared.
+    let (mut waits_with, mut waits_without) = (Vec::new(), Vec::new());
     for _ in 0..21 {
         let without = measure(&mut plain(&truth), None);
         let with = measure(with_agent(&mut plain(&truth), &profile, 100), None);
         assert!(with.status.success());
-        added.push(with.wall - without.wall);
-        cpu_added.push(with.cpu - without.cpu);
+        waits_without.push(without.wall - without.cpu);
+        waits_with.push(with.wall - with.cpu);
     }
-    added.sort_by(f64::total_cmp);
-    cpu_added.sort_by(f64::total_cmp);
-    let (wall, cpu) = (added[10] * 1000.0, cpu_added[10] * 1000.0);
+    let least = |v: &[f64]| v.iter().copied().fold(f64::INFINITY, f64::min) * 1000.0;
+    let (with, without) = (least(&waits_with), least(&waits_without));
     eprintln!(
-        "/bin/true: the agent adds {wall:.2} ms of wall time, {cpu:.2} ms of CPU (medians of 21)"
+        "/bin/true: least waiting of 21 runs: {with:.2} ms with the agent, {without:.2} ms without"
     );
     // What is not CPU is waiting: a grace period is ≥ 5 ms here.
     assert!(
-        wall - cpu < 5.0,
-        "the agent adds {wall:.2} ms of wall time but only {cpu:.2} ms of CPU per process"
+        with - without < 5.0,
+        "the agent adds {:.2} ms of waiting per process",
+        with - without
     );
 }
