@@ -175,6 +175,7 @@ pub fn parse_grammar(line: &str, sample_types: &[String]) -> Result<Line, LineEr
             return Ok(Line::SampleType(word.to_string()));
         }
         if settings::choice_group(word).is_some()
+            || settings::shorthand(word).is_some()
             || settings::setting(word).is_some_and(|s| matches!(s.kind, Kind::Bool | Kind::Level))
         {
             return Ok(Line::Set {
@@ -332,6 +333,7 @@ pub fn known_words(sample_types: &[String]) -> Vec<String> {
             words.extend(s.choices().iter().map(|c| c.to_string()));
         }
     }
+    words.extend(settings::SHORTHANDS.iter().map(|s| s.name.to_string()));
     words.extend(sample_types.iter().cloned());
     words
 }
@@ -455,6 +457,14 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             ));
         }
         return Ok(text);
+    }
+    if let Some(s) = settings::shorthand(word) {
+        return Ok(format!(
+            "{}\n  {}\n  Sets {}.\n",
+            s.name,
+            s.help,
+            s.describe()
+        ));
     }
     if let Some((_, help)) = SHELL_WORDS.iter().find(|(w, _)| *w == word) {
         return Ok(format!("{word}\n  {help}\n"));

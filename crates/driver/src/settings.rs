@@ -465,6 +465,71 @@ pub static SETTINGS: &[Setting] = &[
     },
 ];
 
+/// A name that stands for settings: perl and Go pprof's sample flags
+/// (`--inuse_space` is `sample_index=inuse_space`), a flag and a shell
+/// word of its own that takes no value.
+#[derive(Debug)]
+pub struct Shorthand {
+    /// The flag's and the shell word's name.
+    pub name: &'static str,
+    /// One-line help.
+    pub help: &'static str,
+    /// The settings it sets, `(name, value)`.
+    pub sets: &'static [(&'static str, &'static str)],
+}
+
+/// Every shorthand, in alphabetical order.
+pub static SHORTHANDS: &[Shorthand] = &[
+    Shorthand {
+        name: "alloc_objects",
+        help: "Heap profiles: objects allocated (sample_index=alloc_objects)",
+        sets: &[("sample_index", "alloc_objects")],
+    },
+    Shorthand {
+        name: "alloc_space",
+        help: "Heap profiles: bytes allocated (sample_index=alloc_space)",
+        sets: &[("sample_index", "alloc_space")],
+    },
+    Shorthand {
+        name: "contentions",
+        help: "Contention profiles: number of contentions (sample_index=contentions)",
+        sets: &[("sample_index", "contentions")],
+    },
+    Shorthand {
+        name: "delay",
+        help: "Contention profiles: time spent waiting (sample_index=delay)",
+        sets: &[("sample_index", "delay")],
+    },
+    Shorthand {
+        name: "inuse_objects",
+        help: "Heap profiles: objects in use (sample_index=inuse_objects)",
+        sets: &[("sample_index", "inuse_objects")],
+    },
+    Shorthand {
+        name: "inuse_space",
+        help: "Heap profiles: bytes in use, the default (sample_index=inuse_space)",
+        sets: &[("sample_index", "inuse_space")],
+    },
+    Shorthand {
+        name: "total_delay",
+        help: "Contention profiles: total delay, the default (sample_index=delay)",
+        sets: &[("sample_index", "delay")],
+    },
+];
+
+/// The shorthand called `name`.
+pub fn shorthand(name: &str) -> Option<&'static Shorthand> {
+    SHORTHANDS.iter().find(|s| s.name == name)
+}
+
+impl Shorthand {
+    /// What it sets, as `name=value` words.
+    pub fn describe(&self) -> String {
+        let sets: Vec<String> = self.sets.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        sets.join(" ")
+    }
+}
+
 /// The setting called `name` (or one of its aliases).
 pub fn setting(name: &str) -> Option<&'static Setting> {
     SETTINGS
@@ -523,6 +588,16 @@ impl Config {
     /// `lines` or `cum`, which takes no value) to `value`, after checking
     /// it. A boolean given no value is set to true.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        if let Some(shorthand) = shorthand(name) {
+            match value.map(parse_bool) {
+                None | Some(Some(true)) => {}
+                _ => bail!("{name} takes no value: it sets {}", shorthand.describe()),
+            }
+            for (setting, value) in shorthand.sets {
+                self.values[Self::index(setting)] = value.to_string();
+            }
+            return Ok(());
+        }
         if let Some(group) = choice_group(name) {
             match value.map(parse_bool) {
                 None | Some(Some(true)) => {}
@@ -800,7 +875,12 @@ pub fn sample_index(profile: &Profile, name: Option<&str>) -> Result<Option<usiz
     let Some(s) = name else { return Ok(None) };
     Ok(Some(match s.parse::<usize>() {
         Ok(i) if i < profile.sample_types.len() => i,
-        _ => match profile.sample_index(s) {
+        // `inuse_space` and `inuse_objects` also name the `space` and
+        // `objects` of heap profiles without alloc columns, as in Go pprof.
+        _ => match profile
+            .sample_index(s)
+            .or_else(|| profile.sample_index(s.strip_prefix("inuse_")?))
+        {
             Some(i) => i,
             None => {
                 let types: Vec<String> = profile
@@ -837,6 +917,7 @@ mod tests {
                     .filter(|s| s.choices_stand_alone)
                     .flat_map(|s| s.choices().iter().copied()),
             )
+            .chain(SHORTHANDS.iter().map(|s| s.name))
             .collect();
         let count = all.len();
         all.sort_unstable();
@@ -886,6 +967,32 @@ mod tests {
         assert_eq!(c.get("focus"), "");
         assert_eq!(c.get("show"), "");
         assert_eq!(c.get("granularity"), "lines", ": keeps non-filters");
+    }
+
+    #[test]
+    fn shorthands_set_the_sample_index() {
+        let mut c = Config::default();
+        c.set("total_delay", None).unwrap();
+        assert_eq!(c.get("sample_index"), "delay");
+        c.set("alloc_space", Some("true")).unwrap();
+        assert_eq!(c.get("sample_index"), "alloc_space");
+        let e = c.set("inuse_space", Some("false")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "inuse_space takes no value: it sets sample_index=inuse_space"
+        );
+        for s in SHORTHANDS {
+            assert!(
+                setting(s.name).is_none() && choice_group(s.name).is_none(),
+                "{}",
+                s.name
+            );
+        }
+        let mut heap = Profile::default();
+        heap.sample_types = cpuprof_profile::heap::sample_types(false);
+        assert_eq!(sample_index(&heap, Some("inuse_space")).unwrap(), Some(1));
+        assert_eq!(sample_index(&heap, Some("inuse_objects")).unwrap(), Some(0));
+        assert!(sample_index(&heap, Some("alloc_space")).is_err());
     }
 
     #[test]

@@ -62,24 +62,13 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn unknown_inputs_say_what_they_are_in_one_line() {
-    let thread = b"threadcreate profile: total 7\n7 @\n#\t0x0\n\n1 @ 0x43b5a5 0x4684e1\n";
+    let thread = b"--- threadz 1 ---\n\n--- Thread 7eff063d9940 (name: main/25376) stack: ---\n  PC: 0x40b688\n";
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (thread.to_vec(), "Go threadcreate profile"),
+        (thread.to_vec(), "thread profile in text form"),
+        (gzip(thread), "thread profile in text form, gzip-compressed"),
         (
-            gzip(thread),
-            "Go threadcreate profile in text form (debug=1), gzip-compressed",
-        ),
-        (
-            b"goroutine profile: total 3\n1 @ 0x1 0x2\n".to_vec(),
-            "Go goroutine profile",
-        ),
-        (
-            b"heap profile: 1: 2 [3: 4] @ heap/1048576\n".to_vec(),
-            "heap profile",
-        ),
-        (
-            b"--- contention:\ncycles/second=1\n".to_vec(),
-            "contention profile",
+            b"goroutine 1 [running]:\nmain.main()\n".to_vec(),
+            "Go goroutine dump (debug=2)",
         ),
         (
             b"Total: 205 samples\n  97  47.3%  47.3%  97  47.3% f\n".to_vec(),
