@@ -472,3 +472,59 @@ mod tests {
         assert_eq!(scaled_label(-2048, "b", "auto"), "-2kB");
     }
 }
+
+/// How perl pprof prints the values of a heap, growth or contention
+/// profile read from its text form (gperftools' formats): bytes as MB
+/// (`%.1f`, `Total: 28.0 MB`), delays as seconds (`%.3f`), counts as
+/// they are, with its unit words (`objects`; `samples` for contentions).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PerlLegacyUnit {
+    /// Bytes, printed in MB with one decimal.
+    Megabytes,
+    /// Nanoseconds, printed in seconds with three decimals.
+    Seconds,
+    /// A count, printed as it is, after `Total:` with this word.
+    Count(&'static str),
+}
+
+impl PerlLegacyUnit {
+    /// The unit of a value of type `t` of `profile`, when `profile` was
+    /// read from a heap or contention profile's text form (its reader
+    /// leaves a `heap profile type:` or `contention profile type:`
+    /// comment); `None` for every other profile.
+    pub fn of(profile: &cpuprof_profile::Profile, t: &ValueType) -> Option<PerlLegacyUnit> {
+        let heap = profile
+            .comments
+            .iter()
+            .any(|c| c.starts_with("heap profile type:"));
+        let contention = profile
+            .comments
+            .iter()
+            .any(|c| c.starts_with("contention profile type:"));
+        match t.unit.as_str() {
+            "bytes" if heap => Some(PerlLegacyUnit::Megabytes),
+            "count" if heap => Some(PerlLegacyUnit::Count("objects")),
+            "nanoseconds" if contention => Some(PerlLegacyUnit::Seconds),
+            "count" if contention => Some(PerlLegacyUnit::Count("samples")),
+            _ => None,
+        }
+    }
+
+    /// `value` as perl pprof prints it.
+    pub fn format(self, value: i64) -> String {
+        match self {
+            PerlLegacyUnit::Megabytes => format!("{:.1}", value as f64 / 1048576.0),
+            PerlLegacyUnit::Seconds => format!("{:.3}", value as f64 / 1e9),
+            PerlLegacyUnit::Count(_) => value.to_string(),
+        }
+    }
+
+    /// The word after the total.
+    pub fn word(self) -> &'static str {
+        match self {
+            PerlLegacyUnit::Megabytes => "MB",
+            PerlLegacyUnit::Seconds => "seconds",
+            PerlLegacyUnit::Count(word) => word,
+        }
+    }
+}

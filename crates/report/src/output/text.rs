@@ -5,7 +5,7 @@
 use std::io::{self, Write};
 
 use crate::graph::{percent_base, rows, Graph, Row};
-use crate::measure::{unit_word, Percent};
+use crate::measure::{unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
 use crate::stacks::Stacks;
 
@@ -37,13 +37,21 @@ pub fn write_annotated(
     annotation: Option<Annotation>,
 ) -> io::Result<()> {
     let total = percent_base(graph);
+    // A gperftools heap or contention profile prints as perl pprof prints
+    // it: MB, seconds.
+    let legacy = PerlLegacyUnit::of(stacks.profile(), &stacks.sample_type);
+    let value = |v: i64| -> String {
+        match legacy {
+            Some(unit) => unit.format(v),
+            None => v.to_string(),
+        }
+    };
     if stacks.grand_total != 0 {
-        writeln!(
-            out,
-            "Total: {} {}",
-            stacks.grand_total,
-            unit_word(&stacks.sample_type)
-        )?;
+        let word = match legacy {
+            Some(unit) => unit.word().to_string(),
+            None => unit_word(&stacks.sample_type),
+        };
+        writeln!(out, "Total: {} {word}", value(stacks.grand_total))?;
     }
     if let Some(a) = &annotation {
         writeln!(out, "{}", a.legend)?;
@@ -64,10 +72,18 @@ pub fn write_annotated(
             line.extend_from_slice(cell.as_bytes());
             line.push(b' ');
         };
-        column(&row.flat, 8, &mut line);
+        if legacy.is_some() {
+            column(&value(row.flat), 8, &mut line);
+        } else {
+            column(&row.flat, 8, &mut line);
+        }
         column(&Percent(row.flat, total), 6, &mut line);
         column(&Percent(running, total), 6, &mut line);
-        column(&row.cum, 8, &mut line);
+        if legacy.is_some() {
+            column(&value(row.cum), 8, &mut line);
+        } else {
+            column(&row.cum, 8, &mut line);
+        }
         column(&Percent(row.cum, total), 6, &mut line);
         if let Some(a) = &annotation {
             line.extend_from_slice((a.column)(&row).as_bytes());
