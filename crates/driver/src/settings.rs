@@ -288,6 +288,17 @@ pub static SETTINGS: &[Setting] = &[
         value_name: "N",
     },
     Setting {
+        name: "mean",
+        kind: Kind::Bool,
+        default: "false",
+        help: "Report each sample's value divided by its count (its first value), summed: the mean delay of a contention profile, as perl pprof's --mean_delay",
+        url: Some("mean"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
+    },
+    Setting {
         name: "nodecount",
         kind: Kind::Int,
         default: "-1",
@@ -509,6 +520,11 @@ pub static SHORTHANDS: &[Shorthand] = &[
         name: "inuse_space",
         help: "Heap profiles: bytes in use, the default (sample_index=inuse_space)",
         sets: &[("sample_index", "inuse_space")],
+    },
+    Shorthand {
+        name: "mean_delay",
+        help: "Contention profiles: mean delay per contention (sample_index=delay mean=true)",
+        sets: &[("sample_index", "delay"), ("mean", "true")],
     },
     Shorthand {
         name: "total_delay",
@@ -744,6 +760,7 @@ impl Config {
             full_names: self.bool("full_names"),
             noinlines: self.bool("noinlines"),
             sample_index: sample_index(profile, self.text("sample_index"))?,
+            mean: self.bool("mean"),
             drop_negative: self.bool("drop_negative"),
             nodecount,
             nodefraction: self.float("nodefraction"),
