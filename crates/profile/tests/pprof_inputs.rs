@@ -42,6 +42,9 @@ fn every_mapping_layout_of_pprof_attaches_addresses() {
         "0x400000 0x500000 /bin/prog\n",
         "400000-500000 00000000 08:01 42 /bin/prog\n",
         "0x400000-0x500000 r-xp /bin/prog (@0) 0123abcd\n",
+        // Issue 23: a deleted file, and map lines behind glog prefixes.
+        "  00400000-00500000: /bin/prog (deleted)\n",
+        "W1220 15:07:15.201776    8272 logger.cc:12033] --- Memory map: ---\nW1220 15:07:15.202776    8272 logger.cc:12036]   0x400000-0x500000 /bin/prog      (@0)            abc123456\n",
     ] {
         let data = gperftools_file(&[0x400123, 0x400456], maps);
         let (_, p) = read_profile(&data, &Default::default()).unwrap();
