@@ -218,6 +218,7 @@ mod tests {
                 Kind::Choice(choices) => choices[choices.len() - 1],
                 Kind::Level => "99",
                 Kind::TagFilter => "worker=a,b",
+                Kind::Unit => "ms",
             };
             let flag = format!("--{}={value}", s.name);
             let parsed = parse(&[&flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));

@@ -436,6 +436,9 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             Kind::Text => "text".to_string(),
             Kind::Choice(choices) => format!("one of {}", choices.join(", ")),
             Kind::Level => "a confidence level in percent, or 0 for off".to_string(),
+            Kind::Unit => {
+                "minimum, auto, or a unit (ns, us, ms, s, hrs; B, kB, MB, GB, TB, PB)".to_string()
+            }
             Kind::TagFilter => {
                 "a label filter: key=RE[,RE], RE[,RE] on key:value, or key=RANGE (bytes=1kb:64kb)"
                     .to_string()

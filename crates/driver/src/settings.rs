@@ -38,6 +38,9 @@ pub enum Kind {
     /// A label filter in Go pprof's syntax (`key=regex[,regex]`,
     /// `regex[,regex]`, `key=1kb:64kb`); empty: none.
     TagFilter,
+    /// The unit values are printed in: `minimum`, `auto`, or a unit
+    /// (`ms`, `kB`), as Go pprof's `-unit`.
+    Unit,
 }
 
 /// One report setting.
@@ -129,6 +132,10 @@ impl Setting {
                         self.name
                     ),
                 },
+            },
+            Kind::Unit => match cpuprof_report::measure::check_unit(value) {
+                Ok(()) => value.to_string(),
+                Err(e) => bail!("{e}"),
             },
             Kind::Choice(choices) => match choices.iter().find(|c| **c == value) {
                 Some(c) => c.to_string(),
@@ -474,6 +481,17 @@ pub static SETTINGS: &[Setting] = &[
         filter: false,
         value_name: "PREFIX[:PREFIX...]",
     },
+    Setting {
+        name: "unit",
+        kind: Kind::Unit,
+        default: "minimum",
+        help: "Print time and byte values in this unit: minimum (one unit per report, that of its smallest value), auto (each value its own), or a unit (ns, us, ms, s, hrs; B, kB, MB, GB, TB, PB)",
+        url: Some("unit"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "UNIT",
+    },
 ];
 
 /// A name that stands for settings: perl and Go pprof's sample flags
@@ -768,6 +786,7 @@ impl Config {
             maxdegree: self.int("maxdegree").max(0) as usize,
             keep_profiler_frames: self.bool("keep_profiler_frames"),
             tags: self.tag_options()?,
+            unit: self.get("unit").to_string(),
         })
     }
 

@@ -471,6 +471,74 @@ mod tests {
         assert_eq!(scaled_label(0, "bytes", "auto"), "0");
         assert_eq!(scaled_label(-2048, "b", "auto"), "-2kB");
     }
+
+    #[test]
+    fn the_report_unit_as_go_selects_it() {
+        // Go pprof -top -sample_index=cpu on fuzz/seeds/proto/spin.pb.gz:
+        // 175ms, 110ms, 45ms of 330ms.
+        let values = [175_000_000, 110_000_000, 45_000_000];
+        let m = Measure::select("nanoseconds", "minimum", values, 330_000_000, false);
+        assert_eq!(m.output_unit, "ms");
+        assert_eq!(m.label(175_000_000), "175ms");
+        assert_eq!(m.label(330_000_000), "330ms");
+        // -unit=s: 0.17s (%.2f of 0.175 rounds down, as Go's), 0.33s.
+        let s = Measure::select("nanoseconds", "s", values, 330_000_000, false);
+        assert_eq!(s.label(175_000_000), "0.17s");
+        assert_eq!(s.label(45_000_000), "0.04s");
+        // -unit=hrs: everything rounds to 0, printed without a unit.
+        let h = Measure::select("nanoseconds", "hrs", values, 330_000_000, false);
+        assert_eq!(h.label(175_000_000), "0");
+        // auto: each value its own unit.
+        let a = Measure::select("nanoseconds", "auto", values, 330_000_000, false);
+        assert_eq!(a.label(2_500_000_000), "2.50s");
+        assert_eq!(a.label(1_500), "1.50us");
+        // A smallest value below a hundredth of the total in another unit:
+        // the unit of a hundred times it (25.80s total, 10ms smallest → s;
+        // 5ms smallest → 500ms → ms).
+        let m = Measure::select(
+            "nanoseconds",
+            "minimum",
+            [10_000_000],
+            25_797_000_000,
+            false,
+        );
+        assert_eq!(m.output_unit, "s");
+        assert_eq!(m.label(25_797_000_000), "25.80s");
+        assert_eq!(m.label(10_000_000), "0.01s");
+        let m = Measure::select("nanoseconds", "minimum", [5_000_000], 25_797_000_000, false);
+        assert_eq!(m.output_unit, "ms");
+        assert_eq!(m.label(25_797_000_000), "25797ms");
+        // ... except for callgrind, which prints whole numbers.
+        let c = Measure::select("nanoseconds", "minimum", [10_000_000], 25_797_000_000, true);
+        assert_eq!(c.output_unit, "ms");
+        // Counts stay as they are; Go puts a unit asked for after them.
+        let n = Measure::select("count", "minimum", [35, 22, 9], 66, false);
+        assert_eq!(n.label(66), "66");
+        assert!(!n.is_scaled());
+        assert_eq!(
+            Measure::select("count", "ms", [35], 66, false).label(66),
+            "66ms"
+        );
+        // Bytes.
+        let b = Measure::select("bytes", "minimum", [1536, 4096], 1 << 20, false);
+        assert_eq!(b.output_unit, "kB");
+        assert_eq!(b.label(1536), "1.50kB");
+        assert_eq!(b.label(1 << 20), "1024kB");
+    }
+
+    #[test]
+    fn unit_settings_are_checked() {
+        for ok in [
+            "minimum", "auto", "ms", "seconds", "kb", "MB", "count", "hrs",
+        ] {
+            assert!(check_unit(ok).is_ok(), "{ok}");
+        }
+        let e = check_unit("parsecs").unwrap_err();
+        assert!(
+            e.starts_with("unit=parsecs: expected minimum, auto, or a unit"),
+            "{e}"
+        );
+    }
 }
 
 /// How perl pprof prints the values of a heap, growth or contention

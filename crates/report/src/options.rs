@@ -79,6 +79,10 @@ pub struct Options {
     pub keep_profiler_frames: bool,
     /// Sample labels: filters, shown keys, pseudo-frames.
     pub tags: TagOptions,
+    /// The unit values with a unit are printed in: `minimum` (one unit
+    /// for the report, Go pprof's default), `auto` (each value its own)
+    /// or a unit (`ms`); see [`crate::measure::Measure::select`].
+    pub unit: String,
 }
 
 impl Default for Options {
@@ -102,6 +106,7 @@ impl Default for Options {
             maxdegree: 8,
             keep_profiler_frames: false,
             tags: TagOptions::default(),
+            unit: "minimum".to_string(),
         }
     }
 }
