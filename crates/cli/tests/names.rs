@@ -634,17 +634,17 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 #[test]
 fn inputs_in_no_known_format_say_so_in_one_line() {
     let dir = TempDir::new().unwrap();
-    let thread = b"threadcreate profile: total 2\n1 @\n#\t0x0\n\n1 @ 0x43b5a5 0x4684e1\n#\t0x43b5a4\truntime.newm+0x44\t/usr/lib/go/src/runtime/proc.go:2100\n";
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
             "thread.txt",
-            thread.to_vec(),
-            "Go threadcreate profile in text form",
+            b"--- threadz 1 ---\n\n--- Thread 7eff063d9940 (name: main/25376) stack: ---\n"
+                .to_vec(),
+            "thread profile in text form",
         ),
         (
             "goroutine.txt",
-            b"goroutine profile: total 1\n1 @ 0x1 0x2\n".to_vec(),
-            "Go goroutine profile",
+            b"goroutine 1 [running]:\nmain.main()\n".to_vec(),
+            "Go goroutine dump (debug=2)",
         ),
         ("empty.gz", gzip(b""), "the gzip stream holds no data"),
     ];

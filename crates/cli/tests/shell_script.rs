@@ -335,6 +335,7 @@ fn probe(name: &str, kind: Kind, dir: &Path) -> (&'static str, String) {
                 Kind::Level => "99".into(),
                 Kind::Text => "x".into(),
                 Kind::TagFilter => "worker=a".into(),
+                Kind::Unit => "ms".into(),
                 Kind::Choice(choices) => choices[choices.len() - 1].into(),
             },
         ),

@@ -9,7 +9,7 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgGroup, ArgMatches, Args, Command, FromArgMatches};
 
 use crate::commands::{CommandDef, Flag, COMMANDS};
-use crate::settings::{Config, Kind, Setting, SETTINGS};
+use crate::settings::{Config, Kind, Setting, SETTINGS, SHORTHANDS};
 
 /// The settings given on the command line.
 #[derive(Clone, Debug, Default)]
@@ -67,6 +67,14 @@ impl Args for SettingFlags {
                 cmd = cmd.group(ArgGroup::new(group).args(members).multiple(false));
             }
         }
+        for s in SHORTHANDS {
+            cmd = cmd.arg(
+                Arg::new(s.name)
+                    .long(s.name)
+                    .action(ArgAction::SetTrue)
+                    .help(s.help),
+            );
+        }
         cmd
     }
 
@@ -94,6 +102,13 @@ impl FromArgMatches for SettingFlags {
                     if matches.get_flag(choice) {
                         self.0.set_checked(s.name, choice.to_string());
                     }
+                }
+            }
+        }
+        for s in SHORTHANDS {
+            if matches.get_flag(s.name) {
+                for (name, value) in s.sets {
+                    self.0.set_checked(name, value.to_string());
                 }
             }
         }
@@ -203,6 +218,7 @@ mod tests {
                 Kind::Choice(choices) => choices[choices.len() - 1],
                 Kind::Level => "99",
                 Kind::TagFilter => "worker=a,b",
+                Kind::Unit => "ms",
             };
             let flag = format!("--{}={value}", s.name);
             let parsed = parse(&[&flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));
@@ -224,6 +240,17 @@ mod tests {
                 shell.set(choice, None).unwrap();
                 assert_eq!(parsed.settings.0, shell, "--{choice}");
             }
+        }
+    }
+
+    #[test]
+    fn shorthand_flags_set_what_the_shell_word_sets() {
+        for s in SHORTHANDS {
+            let parsed = parse(&[&format!("--{}", s.name)]).unwrap();
+            let mut shell = Config::default();
+            shell.set(s.name, None).unwrap();
+            assert_eq!(parsed.settings.0, shell, "--{}", s.name);
+            assert_ne!(shell, Config::default(), "{}", s.name);
         }
     }
 

@@ -175,6 +175,7 @@ pub fn parse_grammar(line: &str, sample_types: &[String]) -> Result<Line, LineEr
             return Ok(Line::SampleType(word.to_string()));
         }
         if settings::choice_group(word).is_some()
+            || settings::shorthand(word).is_some()
             || settings::setting(word).is_some_and(|s| matches!(s.kind, Kind::Bool | Kind::Level))
         {
             return Ok(Line::Set {
@@ -332,6 +333,7 @@ pub fn known_words(sample_types: &[String]) -> Vec<String> {
             words.extend(s.choices().iter().map(|c| c.to_string()));
         }
     }
+    words.extend(settings::SHORTHANDS.iter().map(|s| s.name.to_string()));
     words.extend(sample_types.iter().cloned());
     words
 }
@@ -434,6 +436,9 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             Kind::Text => "text".to_string(),
             Kind::Choice(choices) => format!("one of {}", choices.join(", ")),
             Kind::Level => "a confidence level in percent, or 0 for off".to_string(),
+            Kind::Unit => {
+                "minimum, auto, or a unit (ns, us, ms, s, hrs; B, kB, MB, GB, TB, PB)".to_string()
+            }
             Kind::TagFilter => {
                 "a label filter: key=RE[,RE], RE[,RE] on key:value, or key=RANGE (bytes=1kb:64kb)"
                     .to_string()
@@ -455,6 +460,14 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             ));
         }
         return Ok(text);
+    }
+    if let Some(s) = settings::shorthand(word) {
+        return Ok(format!(
+            "{}\n  {}\n  Sets {}.\n",
+            s.name,
+            s.help,
+            s.describe()
+        ));
     }
     if let Some((_, help)) = SHELL_WORDS.iter().find(|(w, _)| *w == word) {
         return Ok(format!("{word}\n  {help}\n"));

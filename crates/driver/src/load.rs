@@ -109,6 +109,10 @@ impl Loader {
                 eprintln!("cpuprof: warning: {warning}");
             }
         }
+        // The allocator's frames of a heap profile, the lock's of a
+        // contention profile, as pprof removes them once symbolized.
+        cpuprof_profile::prune::remove_uninteresting(&mut profile)
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(profile)
     }
 

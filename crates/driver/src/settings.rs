@@ -38,6 +38,9 @@ pub enum Kind {
     /// A label filter in Go pprof's syntax (`key=regex[,regex]`,
     /// `regex[,regex]`, `key=1kb:64kb`); empty: none.
     TagFilter,
+    /// The unit values are printed in: `minimum`, `auto`, or a unit
+    /// (`ms`, `kB`), as Go pprof's `-unit`.
+    Unit,
 }
 
 /// One report setting.
@@ -129,6 +132,10 @@ impl Setting {
                         self.name
                     ),
                 },
+            },
+            Kind::Unit => match cpuprof_report::measure::check_unit(value) {
+                Ok(()) => value.to_string(),
+                Err(e) => bail!("{e}"),
             },
             Kind::Choice(choices) => match choices.iter().find(|c| **c == value) {
                 Some(c) => c.to_string(),
@@ -286,6 +293,17 @@ pub static SETTINGS: &[Setting] = &[
         choices_stand_alone: false,
         filter: false,
         value_name: "N",
+    },
+    Setting {
+        name: "mean",
+        kind: Kind::Bool,
+        default: "false",
+        help: "Report each sample's value divided by its count (its first value), summed: the mean delay of a contention profile, as perl pprof's --mean_delay",
+        url: Some("mean"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "BOOL",
     },
     Setting {
         name: "nodecount",
@@ -463,7 +481,88 @@ pub static SETTINGS: &[Setting] = &[
         filter: false,
         value_name: "PREFIX[:PREFIX...]",
     },
+    Setting {
+        name: "unit",
+        kind: Kind::Unit,
+        default: "minimum",
+        help: "Print time and byte values in this unit: minimum (one unit per report, that of its smallest value), auto (each value its own), or a unit (ns, us, ms, s, hrs; B, kB, MB, GB, TB, PB)",
+        url: Some("unit"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: false,
+        value_name: "UNIT",
+    },
 ];
+
+/// A name that stands for settings: perl and Go pprof's sample flags
+/// (`--inuse_space` is `sample_index=inuse_space`), a flag and a shell
+/// word of its own that takes no value.
+#[derive(Debug)]
+pub struct Shorthand {
+    /// The flag's and the shell word's name.
+    pub name: &'static str,
+    /// One-line help.
+    pub help: &'static str,
+    /// The settings it sets, `(name, value)`.
+    pub sets: &'static [(&'static str, &'static str)],
+}
+
+/// Every shorthand, in alphabetical order.
+pub static SHORTHANDS: &[Shorthand] = &[
+    Shorthand {
+        name: "alloc_objects",
+        help: "Heap profiles: objects allocated (sample_index=alloc_objects)",
+        sets: &[("sample_index", "alloc_objects")],
+    },
+    Shorthand {
+        name: "alloc_space",
+        help: "Heap profiles: bytes allocated (sample_index=alloc_space)",
+        sets: &[("sample_index", "alloc_space")],
+    },
+    Shorthand {
+        name: "contentions",
+        help: "Contention profiles: number of contentions (sample_index=contentions)",
+        sets: &[("sample_index", "contentions")],
+    },
+    Shorthand {
+        name: "delay",
+        help: "Contention profiles: time spent waiting (sample_index=delay)",
+        sets: &[("sample_index", "delay")],
+    },
+    Shorthand {
+        name: "inuse_objects",
+        help: "Heap profiles: objects in use (sample_index=inuse_objects)",
+        sets: &[("sample_index", "inuse_objects")],
+    },
+    Shorthand {
+        name: "inuse_space",
+        help: "Heap profiles: bytes in use, the default (sample_index=inuse_space)",
+        sets: &[("sample_index", "inuse_space")],
+    },
+    Shorthand {
+        name: "mean_delay",
+        help: "Contention profiles: mean delay per contention (sample_index=delay mean=true)",
+        sets: &[("sample_index", "delay"), ("mean", "true")],
+    },
+    Shorthand {
+        name: "total_delay",
+        help: "Contention profiles: total delay, the default (sample_index=delay)",
+        sets: &[("sample_index", "delay")],
+    },
+];
+
+/// The shorthand called `name`.
+pub fn shorthand(name: &str) -> Option<&'static Shorthand> {
+    SHORTHANDS.iter().find(|s| s.name == name)
+}
+
+impl Shorthand {
+    /// What it sets, as `name=value` words.
+    pub fn describe(&self) -> String {
+        let sets: Vec<String> = self.sets.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        sets.join(" ")
+    }
+}
 
 /// The setting called `name` (or one of its aliases).
 pub fn setting(name: &str) -> Option<&'static Setting> {
@@ -523,6 +622,16 @@ impl Config {
     /// `lines` or `cum`, which takes no value) to `value`, after checking
     /// it. A boolean given no value is set to true.
     pub fn set(&mut self, name: &str, value: Option<&str>) -> Result<()> {
+        if let Some(shorthand) = shorthand(name) {
+            match value.map(parse_bool) {
+                None | Some(Some(true)) => {}
+                _ => bail!("{name} takes no value: it sets {}", shorthand.describe()),
+            }
+            for (setting, value) in shorthand.sets {
+                self.values[Self::index(setting)] = value.to_string();
+            }
+            return Ok(());
+        }
         if let Some(group) = choice_group(name) {
             match value.map(parse_bool) {
                 None | Some(Some(true)) => {}
@@ -669,6 +778,7 @@ impl Config {
             full_names: self.bool("full_names"),
             noinlines: self.bool("noinlines"),
             sample_index: sample_index(profile, self.text("sample_index"))?,
+            mean: self.bool("mean"),
             drop_negative: self.bool("drop_negative"),
             nodecount,
             nodefraction: self.float("nodefraction"),
@@ -676,6 +786,7 @@ impl Config {
             maxdegree: self.int("maxdegree").max(0) as usize,
             keep_profiler_frames: self.bool("keep_profiler_frames"),
             tags: self.tag_options()?,
+            unit: self.get("unit").to_string(),
         })
     }
 
@@ -800,7 +911,12 @@ pub fn sample_index(profile: &Profile, name: Option<&str>) -> Result<Option<usiz
     let Some(s) = name else { return Ok(None) };
     Ok(Some(match s.parse::<usize>() {
         Ok(i) if i < profile.sample_types.len() => i,
-        _ => match profile.sample_index(s) {
+        // `inuse_space` and `inuse_objects` also name the `space` and
+        // `objects` of heap profiles without alloc columns, as in Go pprof.
+        _ => match profile
+            .sample_index(s)
+            .or_else(|| profile.sample_index(s.strip_prefix("inuse_")?))
+        {
             Some(i) => i,
             None => {
                 let types: Vec<String> = profile
@@ -837,6 +953,7 @@ mod tests {
                     .filter(|s| s.choices_stand_alone)
                     .flat_map(|s| s.choices().iter().copied()),
             )
+            .chain(SHORTHANDS.iter().map(|s| s.name))
             .collect();
         let count = all.len();
         all.sort_unstable();
@@ -886,6 +1003,32 @@ mod tests {
         assert_eq!(c.get("focus"), "");
         assert_eq!(c.get("show"), "");
         assert_eq!(c.get("granularity"), "lines", ": keeps non-filters");
+    }
+
+    #[test]
+    fn shorthands_set_the_sample_index() {
+        let mut c = Config::default();
+        c.set("total_delay", None).unwrap();
+        assert_eq!(c.get("sample_index"), "delay");
+        c.set("alloc_space", Some("true")).unwrap();
+        assert_eq!(c.get("sample_index"), "alloc_space");
+        let e = c.set("inuse_space", Some("false")).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "inuse_space takes no value: it sets sample_index=inuse_space"
+        );
+        for s in SHORTHANDS {
+            assert!(
+                setting(s.name).is_none() && choice_group(s.name).is_none(),
+                "{}",
+                s.name
+            );
+        }
+        let mut heap = Profile::default();
+        heap.sample_types = cpuprof_profile::heap::sample_types(false);
+        assert_eq!(sample_index(&heap, Some("inuse_space")).unwrap(), Some(1));
+        assert_eq!(sample_index(&heap, Some("inuse_objects")).unwrap(), Some(0));
+        assert!(sample_index(&heap, Some("alloc_space")).is_err());
     }
 
     #[test]

@@ -546,21 +546,9 @@ fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, Parse
         ));
     }
     let text = String::from_utf8_lossy(text);
-    let mut build = String::new();
-    let mut mappings = Vec::new();
-    for line in text.lines() {
-        let line = line.trim_end_matches('\r');
-        let trimmed = line.trim_start();
-        if let Some(path) = trimmed.strip_prefix("build=") {
-            build = path.trim_end().to_string();
-            continue;
-        }
-        if let Some(mut mapping) = parse_mapping_line(line) {
-            mapping.path = substitute_build(&mapping.path, &build);
-            mappings.push(mapping);
-        }
-    }
-    Ok(mappings)
+    Ok(crate::legacy::parse_memory_map(
+        text.lines().map(|l| l.trim_end_matches('\r')),
+    ))
 }
 
 /// Parses one `/proc/self/maps` line:
@@ -707,6 +695,10 @@ pub fn parse_mapping_line(line: &str) -> Option<Mapping> {
             words.next();
         }
     }
+    // A deleted file keeps its path (`/foo/bin (deleted)` is `/foo/bin`).
+    if words.peek() == Some(&"(deleted)") {
+        words.next();
+    }
     if let Some(word) = words.peek() {
         if let Some(offset) = word.strip_prefix("(@").and_then(|w| w.strip_suffix(')')) {
             mapping.offset = hex_prefixed(offset)?;
@@ -723,28 +715,6 @@ pub fn parse_mapping_line(line: &str) -> Option<Mapping> {
         return None;
     }
     Some(mapping)
-}
-
-/// Replaces `$build` followed by a non-word character (or the end) with the
-/// last `build=` path.
-fn substitute_build(path: &str, build: &str) -> String {
-    if build.is_empty() || !path.contains("$build") {
-        return path.to_string();
-    }
-    let mut out = String::with_capacity(path.len() + build.len());
-    let mut rest = path;
-    while let Some(i) = rest.find("$build") {
-        out.push_str(&rest[..i]);
-        let after = &rest[i + 6..];
-        let word = after
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_');
-        out.push_str(if word { "$build" } else { build });
-        rest = after;
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Writes `profile` as a gperftools CPU profile in `layout`.
@@ -927,14 +897,6 @@ mod tests {
     }
 
     #[test]
-    fn build_substitution_needs_a_non_word_character() {
-        assert_eq!(substitute_build("$build/x", "/b"), "/b/x");
-        assert_eq!(substitute_build("$build", "/b"), "/b");
-        assert_eq!(substitute_build("$builder", "/b"), "$builder");
-        assert_eq!(substitute_build("/a/$build.so", "/b"), "/a//b.so");
-    }
-
-    #[test]
     fn maps_lines_with_and_without_path_and_deleted() {
         let m =
             parse_maps_line("40000000-40015000 r-xp 00001000 03:01 12845071   /lib/ld-2.3.2.so")
@@ -972,6 +934,11 @@ mod tests {
         assert!(parse_mapping_line("PROFILE: interrupts/evictions/bytes = 1/2/3").is_none());
         assert!(parse_mapping_line("10-20 /a b c").is_none());
         assert!(parse_mapping_line("20-10 /a").is_none());
+        let m = parse_mapping_line("  02e00000-02e8a000: /foo/bin (deleted)").unwrap();
+        assert_eq!(
+            (m.start, m.limit, m.path.as_str()),
+            (0x2e00000, 0x2e8a000, "/foo/bin")
+        );
     }
 
     #[test]

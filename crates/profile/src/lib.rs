@@ -9,21 +9,30 @@
 //! Formats: [`gperftools`] (binary CPU profile), [`proto`] (pprof's
 //! profile.proto), [`gmon`] (gprof's gmon.out), [`dcpi`] (DCPI pdb
 //! 0.06/0.07 and its databases), [`collapsed`] (folded stacks),
-//! [`symbolized`] (perl pprof's symbolized raw profile).
+//! [`symbolized`] (perl pprof's symbolized raw profile), and pprof's
+//! legacy text profiles: [`heap`] (tcmalloc and Go heap and growth
+//! profiles), [`contention`] (lock contention, Go block and mutex),
+//! [`gocount`] (Go goroutine and threadcreate), sharing [`legacy`].
 //!
-//! [`merge`] sums several profiles into one.
+//! [`merge`] sums several profiles into one; [`prune`] removes the frames
+//! a profile's `drop_frames` names (allocators, lock internals).
 #![deny(missing_docs)]
 
 pub mod addresses;
 pub mod collapsed;
+pub mod contention;
 pub mod dcpi;
 pub mod error;
 pub mod gmon;
+pub mod gocount;
 pub mod gperftools;
+pub mod heap;
+pub mod legacy;
 pub mod merge;
 pub mod model;
 pub mod names;
 pub mod proto;
+pub mod prune;
 pub mod symbolized;
 #[cfg(test)]
 mod testgen;
@@ -47,6 +56,12 @@ pub enum Format {
     /// A symbolized raw profile (perl pprof `--raw`): symbols, then a
     /// gperftools CPU profile.
     Symbolized,
+    /// A heap or growth profile in text form (tcmalloc, Go `debug=1`).
+    Heap,
+    /// A lock contention profile in text form (Go block and mutex too).
+    Contention,
+    /// A Go goroutine or threadcreate profile in text form (`debug=1`).
+    GoCount,
 }
 
 impl Format {
@@ -59,6 +74,9 @@ impl Format {
             Format::Dcpi => "DCPI profile",
             Format::Collapsed => "collapsed stacks",
             Format::Symbolized => "symbolized raw profile",
+            Format::Heap => heap::FORMAT,
+            Format::Contention => contention::FORMAT,
+            Format::GoCount => gocount::FORMAT,
         }
     }
 }
@@ -147,6 +165,15 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if symbolized::sniff(data) {
         return Some(Format::Symbolized);
     }
+    if heap::sniff(data) {
+        return Some(Format::Heap);
+    }
+    if contention::sniff(data) {
+        return Some(Format::Contention);
+    }
+    if gocount::sniff(data) {
+        return Some(Format::GoCount);
+    }
     if legacy_text_kind(data).is_none() && collapsed::sniff(data) {
         return Some(Format::Collapsed);
     }
@@ -211,6 +238,9 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         }
         Format::Collapsed => collapsed::read(data)?,
         Format::Symbolized => symbolized::read(data)?,
+        Format::Heap => heap::read(data)?,
+        Format::Contention => contention::read(data)?,
+        Format::GoCount => gocount::read(data)?,
     };
     check_totals(format, &profile)?;
     Ok((format, profile))
@@ -242,12 +272,12 @@ fn check_totals(format: Format, profile: &Profile) -> Result<(), ParseError> {
 }
 
 /// The formats cpuprof reads, for messages.
-const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks";
+const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile, heap, contention or Go count profile in text form, or collapsed stacks";
 
 /// What a text profile in one of pprof's legacy formats that cpuprof does
-/// not read is (Go's `debug=1` text profiles, gperftools heap and
-/// contention profiles, a text report), judged by its first line; these
-/// would otherwise be taken for collapsed stacks and fail on line 2.
+/// not read is (thread profiles, Go's `debug=2` goroutine dump, a text
+/// report), judged by its first line; these would otherwise be taken for
+/// collapsed stacks and fail on line 2.
 pub fn legacy_text_kind(data: &[u8]) -> Option<&'static str> {
     let head = &data[..data.len().min(256)];
     let text = match std::str::from_utf8(head) {
@@ -255,24 +285,7 @@ pub fn legacy_text_kind(data: &[u8]) -> Option<&'static str> {
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
     };
     let first = text.trim_start().lines().next()?.trim();
-    let kinds: [(&str, &str); 10] = [
-        (
-            "threadcreate profile:",
-            "a Go threadcreate profile in text form (debug=1)",
-        ),
-        (
-            "goroutine profile:",
-            "a Go goroutine profile in text form (debug=1)",
-        ),
-        ("heap profile:", "a heap profile in text form"),
-        ("heap_v2/", "a heap profile in text form"),
-        ("--- heapz", "a heap profile in text form"),
-        ("--- heap", "a heap profile in text form"),
-        ("--- contention", "a contention profile in text form"),
-        ("--- mutex", "a mutex profile in text form"),
-        ("--- threadz", "a thread profile in text form"),
-        ("--- growthz", "a heap growth profile in text form"),
-    ];
+    let kinds: [(&str, &str); 1] = [("--- threadz", "a thread profile in text form")];
     for (prefix, kind) in kinds {
         if first.starts_with(prefix) {
             return Some(kind);

@@ -42,6 +42,9 @@ fn every_mapping_layout_of_pprof_attaches_addresses() {
         "0x400000 0x500000 /bin/prog\n",
         "400000-500000 00000000 08:01 42 /bin/prog\n",
         "0x400000-0x500000 r-xp /bin/prog (@0) 0123abcd\n",
+        // Issue 23: a deleted file, and map lines behind glog prefixes.
+        "  00400000-00500000: /bin/prog (deleted)\n",
+        "W1220 15:07:15.201776    8272 logger.cc:12033] --- Memory map: ---\nW1220 15:07:15.202776    8272 logger.cc:12036]   0x400000-0x500000 /bin/prog      (@0)            abc123456\n",
     ] {
         let data = gperftools_file(&[0x400123, 0x400456], maps);
         let (_, p) = read_profile(&data, &Default::default()).unwrap();
@@ -62,24 +65,13 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn unknown_inputs_say_what_they_are_in_one_line() {
-    let thread = b"threadcreate profile: total 7\n7 @\n#\t0x0\n\n1 @ 0x43b5a5 0x4684e1\n";
+    let thread = b"--- threadz 1 ---\n\n--- Thread 7eff063d9940 (name: main/25376) stack: ---\n  PC: 0x40b688\n";
     let cases: Vec<(Vec<u8>, &str)> = vec![
-        (thread.to_vec(), "Go threadcreate profile"),
+        (thread.to_vec(), "thread profile in text form"),
+        (gzip(thread), "thread profile in text form, gzip-compressed"),
         (
-            gzip(thread),
-            "Go threadcreate profile in text form (debug=1), gzip-compressed",
-        ),
-        (
-            b"goroutine profile: total 3\n1 @ 0x1 0x2\n".to_vec(),
-            "Go goroutine profile",
-        ),
-        (
-            b"heap profile: 1: 2 [3: 4] @ heap/1048576\n".to_vec(),
-            "heap profile",
-        ),
-        (
-            b"--- contention:\ncycles/second=1\n".to_vec(),
-            "contention profile",
+            b"goroutine 1 [running]:\nmain.main()\n".to_vec(),
+            "Go goroutine dump (debug=2)",
         ),
         (
             b"Total: 205 samples\n  97  47.3%  47.3%  97  47.3% f\n".to_vec(),

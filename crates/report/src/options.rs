@@ -60,6 +60,11 @@ pub struct Options {
     pub noinlines: bool,
     /// Which sample value to report; `None` means the profile's default.
     pub sample_index: Option<usize>,
+    /// Report each sample's value divided by its first value (its count),
+    /// summed as other values are: the mean delay of a contention
+    /// profile as perl pprof's `--mean_delay` computes it (Go pprof's
+    /// `-mean` divides a row's sums instead).
+    pub mean: bool,
     /// Hide nodes whose flat and cum are both negative (diff profiles).
     pub drop_negative: bool,
     /// Maximum number of rows or nodes shown.
@@ -74,6 +79,10 @@ pub struct Options {
     pub keep_profiler_frames: bool,
     /// Sample labels: filters, shown keys, pseudo-frames.
     pub tags: TagOptions,
+    /// The unit values with a unit are printed in: `minimum` (one unit
+    /// for the report, Go pprof's default), `auto` (each value its own)
+    /// or a unit (`ms`); see [`crate::measure::Measure::select`].
+    pub unit: String,
 }
 
 impl Default for Options {
@@ -89,6 +98,7 @@ impl Default for Options {
             full_names: false,
             noinlines: false,
             sample_index: None,
+            mean: false,
             drop_negative: false,
             nodecount: None,
             nodefraction: 0.005,
@@ -96,6 +106,7 @@ impl Default for Options {
             maxdegree: 8,
             keep_profiler_frames: false,
             tags: TagOptions::default(),
+            unit: "minimum".to_string(),
         }
     }
 }

@@ -318,7 +318,14 @@ impl<'p> Stacks<'p> {
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
         let mut label_sets = options.tags.adds_frames().then(LabelSets::default);
         for (index, sample) in profile.samples.iter().enumerate() {
-            let value = sample.values.get(value_index).copied().unwrap_or(0);
+            let mut value = sample.values.get(value_index).copied().unwrap_or(0);
+            if options.mean {
+                // Go pprof's `-mean`: the value per event of the sample.
+                value = match sample.values.first() {
+                    Some(&count) if count != 0 => value / count,
+                    _ => 0,
+                };
+            }
             stacks.grand_total = stacks.grand_total.saturating_add(value);
             let locations: &[LocationId] = &sample.locations;
             let filtered = if any_profiler || stacks.duplicated_leaf(locations) {

@@ -169,7 +169,9 @@ mod tests {
 
     #[test]
     fn commands_settings_and_choices() {
-        assert_eq!(inserted("to"), ["top"]);
+        // The shorthands of the settings table are words too.
+        assert_eq!(inserted("to"), ["top", "total_delay"]);
+        assert_eq!(inserted("mean_"), ["mean_delay"]);
         assert_eq!(inserted("foc"), ["focus="]);
         assert_eq!(inserted("li"), ["lines", "list"]);
         assert!(inserted("c").contains(&"cum".to_string()));

@@ -4,11 +4,17 @@
 //! ```json
 //! {"schema":"cpuprof-report/1","total":491,"shown_total":491,
 //!  "unit":"samples","sample_type":{"type":"samples","unit":"count"},
+//!  "output_unit":"count","total_label":"491","shown_total_label":"491",
 //!  "granularity":"functions",
 //!  "rows":[{"name":"burn_a","file":"/src/spin.c","flat":280,
-//!           "flat_percent":57.0,"cum":284,"cum_percent":57.8}]}
+//!           "flat_percent":57.0,"cum":284,"cum_percent":57.8,
+//!           "flat_label":"280","cum_label":"284"}]}
 //! ```
 //!
+//! Values are raw (in the sample type's unit); `output_unit` is the unit
+//! `--text` prints them in (the `unit` setting, as Go pprof chooses it:
+//! `ms`, `s`, `kB`; the sample unit for counts) and the `*_label` fields
+//! are the values as `--text` prints them (`1.82s`).
 //! `total` is the `Total:` of `--text` (every sample, before `--focus` and
 //! `--ignore`); `shown_total` is what the percentages are relative to (the
 //! kept samples). Rows are `--text`'s rows in its order (`--cum`,
@@ -18,10 +24,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::escape::push_json_string;
 use crate::graph::Graph;
+use crate::graph::{percent_base, rows};
+use crate::measure::{unit_word, Measure};
 use crate::options::Options;
 use crate::stacks::Stacks;
-use crate::text::{percent_base, rows, unit_word};
 
 /// The schema name written in every report.
 pub const SCHEMA: &str = "cpuprof-report/1";
@@ -50,6 +58,15 @@ pub fn write_with(
 ) -> io::Result<()> {
     let shown_total = percent_base(graph);
     let shares = crate::stats::Shares::new(stacks, shown_total, level);
+    let rows = rows(stacks, graph, options);
+    let measure = Measure::select(
+        &stacks.sample_type.unit,
+        &options.unit,
+        rows.iter()
+            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
+        shown_total,
+        false,
+    );
     let mut s = String::with_capacity(4096);
     s.push_str("{\"schema\":");
     string(&mut s, SCHEMA);
@@ -58,12 +75,18 @@ pub fn write_with(
         ",\"total\":{},\"shown_total\":{shown_total},\"unit\":",
         stacks.grand_total
     );
-    string(&mut s, &unit_word(stacks));
+    string(&mut s, &unit_word(&stacks.sample_type));
     s.push_str(",\"sample_type\":{\"type\":");
     string(&mut s, &stacks.sample_type.kind);
     s.push_str(",\"unit\":");
     string(&mut s, &stacks.sample_type.unit);
-    s.push_str("},\"granularity\":");
+    s.push_str("},\"output_unit\":");
+    string(&mut s, &measure.output_unit);
+    s.push_str(",\"total_label\":");
+    string(&mut s, &measure.label(stacks.grand_total));
+    s.push_str(",\"shown_total_label\":");
+    string(&mut s, &measure.label(shown_total));
+    s.push_str(",\"granularity\":");
     string(&mut s, stacks.granularity.name());
     let _ = write!(
         s,
@@ -72,7 +95,7 @@ pub fn write_with(
         number(shares.samples)
     );
     s.push_str(",\"rows\":[");
-    for (i, row) in rows(stacks, graph, options).iter().enumerate() {
+    for (i, row) in rows.iter().enumerate() {
         if i > 0 {
             s.push(',');
         }
@@ -85,6 +108,10 @@ pub fn write_with(
         percent(&mut s, row.flat, shown_total);
         let _ = write!(s, ",\"cum\":{},\"cum_percent\":", row.cum);
         percent(&mut s, row.cum, shown_total);
+        s.push_str(",\"flat_label\":");
+        string(&mut s, &measure.label(row.flat));
+        s.push_str(",\"cum_label\":");
+        string(&mut s, &measure.label(row.cum));
         if shown_total != 0 {
             interval(&mut s, "flat_interval", shares.interval(row.flat));
             interval(&mut s, "cum_interval", shares.interval(row.cum));
@@ -139,7 +166,7 @@ fn percent(s: &mut String, value: i64, total: i64) {
         s.push_str("null");
         return;
     }
-    let text = crate::text::percent(value, total);
+    let text = crate::measure::percent(value, total);
     let number = text.trim_end_matches('%');
     // `-0.0` is valid JSON, and so is every `%.1f` of a finite value.
     s.push_str(number);
@@ -147,32 +174,7 @@ fn percent(s: &mut String, value: i64, total: i64) {
 
 /// A JSON string literal.
 fn string(s: &mut String, text: &str) {
-    push_string(s, text, false);
-}
-
-/// Appends `text` as a JSON string literal. `in_script`: also escapes
-/// `<`, `>`, `&` and the line separators U+2028/U+2029, so that the
-/// literal can sit inside an HTML `<script>` element (the flame page)
-/// without closing it or breaking the script.
-pub(crate) fn push_string(s: &mut String, text: &str, in_script: bool) {
-    s.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' if in_script => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
+    push_json_string(s, text, false);
 }
 
 #[cfg(test)]
