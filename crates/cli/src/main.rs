@@ -29,7 +29,17 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            if let Some(message) = usage_hint(&err, &argv) {
+                eprintln!("cpuprof: {message}");
+                std::process::exit(2);
+            }
+            err.exit()
+        }
+    };
     let result = match cli.command {
         Command::Report(args) => report::run(*args),
         Command::Record(args) => record::run(args),
@@ -55,4 +65,102 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// A one-line message for the argument errors whose clap message leaves
+/// the user guessing: a command given to `record` without `--` before it,
+/// and two flags that conflict through a group (clap lists every member
+/// of the group; this names the two the user gave).
+fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let args: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let subcommand = args.get(1).map(String::as_str);
+    let given = |flag: &str| -> Option<String> {
+        let name = flag.split(' ').next().unwrap_or(flag);
+        let name = name.split('=').next().unwrap_or(name);
+        let name = name.split('[').next().unwrap_or(name);
+        let name = name.split('<').next().unwrap_or(name);
+        args[2..]
+            .iter()
+            .take_while(|a| a.as_str() != "--")
+            .find(|a| a.as_str() == name || a.starts_with(&format!("{name}=")))
+            .map(|a| a.split('=').next().unwrap_or(a).to_string())
+    };
+    match err.kind() {
+        ErrorKind::UnknownArgument if subcommand == Some("record") => {
+            let Some(ContextValue::String(bad)) = err.get(ContextKind::InvalidArg) else {
+                return None;
+            };
+            if bad.starts_with('-') || args.iter().any(|a| a == "--") {
+                return None;
+            }
+            let at = args.iter().skip(2).position(|a| a == bad)? + 2;
+            let quoted: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+            Some(format!(
+                "record: unexpected argument '{bad}': the command to profile comes after '--': {} -- {}",
+                ["cpuprof".to_string()]
+                    .iter()
+                    .chain(&quoted[1..at])
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                quoted[at..].join(" ")
+            ))
+        }
+        ErrorKind::ArgumentConflict => {
+            let Some(ContextValue::String(first)) = err.get(ContextKind::InvalidArg) else {
+                return None;
+            };
+            let mut others: Vec<String> = match err.get(ContextKind::PriorArg) {
+                Some(ContextValue::String(s)) => vec![s.clone()],
+                Some(ContextValue::Strings(v)) => v.clone(),
+                _ => return None,
+            };
+            if others.len() < 2 {
+                return None;
+            }
+            // Clap lists a group's members but the one given may be left
+            // out: every member of the subcommand's groups is a candidate.
+            use clap::CommandFactory;
+            let command = Cli::command();
+            if let Some(sub) = subcommand.and_then(|s| command.find_subcommand(s)) {
+                for group in sub.get_groups() {
+                    for id in group.get_args() {
+                        if let Some(long) = sub
+                            .get_arguments()
+                            .find(|a| a.get_id() == id)
+                            .and_then(|a| a.get_long())
+                        {
+                            others.push(format!("--{long}"));
+                        }
+                    }
+                }
+            }
+            let first = given(first)?;
+            let other = others
+                .iter()
+                .find_map(|o| given(o).filter(|g| *g != first))?;
+            Some(format!(
+                "{}: {first} cannot be used with {other}",
+                subcommand.unwrap_or("cpuprof")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `word` as a shell would need it typed.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

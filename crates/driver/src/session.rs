@@ -208,6 +208,11 @@ impl Session {
             );
         }
         let output_file = config.text("output").map(PathBuf::from);
+        if output_file.is_none() && destination.is_terminal && command.output == Output::Proto {
+            bail!(
+                "refusing to write gzipped profile.proto to a terminal: use -o FILE or redirect standard output"
+            );
+        }
         let cx = Request {
             session: self,
             config,

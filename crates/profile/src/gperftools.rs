@@ -557,10 +557,40 @@ fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, Parse
         }
         if let Some(mut mapping) = parse_mapping_line(line) {
             mapping.path = substitute_build(&mapping.path, &build);
+            // A build id line ([`build_id_line`]) gives the build id of
+            // the mapping it follows.
+            if let Some(previous) = mappings.last_mut().filter(|p: &&mut Mapping| {
+                mapping.start == mapping.limit
+                    && !mapping.build_id.is_empty()
+                    && p.limit == mapping.start
+                    && p.path == mapping.path
+            }) {
+                previous.build_id = mapping.build_id;
+                continue;
+            }
             mappings.push(mapping);
         }
     }
     Ok(mappings)
+}
+
+/// Where the unfinished last line of the list of mapped objects starts,
+/// when the file (read successfully by [`read`]) was cut inside that list:
+/// every line a profiler writes ends with a newline, and the binary part
+/// ends with the trailer's zero slot, so a file ending in anything else
+/// lost the rest of its list (mappings missing: their addresses cannot be
+/// symbolized from their files). None for a complete file.
+pub fn truncated_maps_at(data: &[u8]) -> Option<u64> {
+    match data.last() {
+        None | Some(b'\n') | Some(0) => None,
+        Some(_) => {
+            let start = data
+                .iter()
+                .rposition(|&b| b == b'\n' || b == 0)
+                .map_or(0, |i| i + 1);
+            Some(start as u64)
+        }
+    }
 }
 
 /// Parses one `/proc/self/maps` line:
@@ -825,6 +855,18 @@ fn write_records(
     for m in &profile.mappings {
         text.push_str(&format_maps_line(m));
         text.push('\n');
+        let line = m.is_executable().then(|| {
+            build_id_line(
+                m.limit,
+                m.offset + (m.limit - m.start),
+                &m.path,
+                &m.build_id,
+            )
+        });
+        if let Some(line) = line.flatten() {
+            text.push_str(&line);
+            text.push('\n');
+        }
     }
     out.write_all(text.as_bytes())
 }
@@ -851,6 +893,33 @@ fn period_micros(profile: &Profile) -> u64 {
     } else {
         us
     }
+}
+
+/// The line that carries the build id of the mapping of `path` ending at
+/// `limit` (its file offset there: `offset_at_limit`), written after that
+/// mapping's `/proc/self/maps` line; None when there is no id to give or
+/// the path would not survive the line's syntax.
+///
+/// No single line gives both analysers a build id: perl pprof reads a
+/// mapping only from a complete maps line that *ends* with its path (any
+/// word after the path makes it skip the mapping), and Go pprof's
+/// `parseMappingEntry` reads a build id only from its brief form
+/// `START-END PERMS PATH (@OFFSET) BUILDID`. So the id goes in a brief
+/// line of its own, empty (`LIMIT-LIMIT`) and continuing the mapping:
+/// perl pprof ignores it (not a maps line), Go pprof merges it into the
+/// mapping before (same file, adjacent, offsets continuing) and keeps its
+/// build id, and this crate's reader does the same.
+pub fn build_id_line(
+    limit: u64,
+    offset_at_limit: u64,
+    path: &str,
+    build_id: &str,
+) -> Option<String> {
+    let usable = !build_id.is_empty()
+        && build_id.bytes().all(|b| b.is_ascii_hexdigit())
+        && path.starts_with('/')
+        && !path.contains(char::is_whitespace);
+    usable.then(|| format!("{limit:08x}-{limit:08x} r-xp {path} (@{offset_at_limit:x}) {build_id}"))
 }
 
 /// Formats a mapping as a `/proc/self/maps` line.

@@ -1,0 +1,557 @@
+//! The README's examples, run as written (issue 24): every command of
+//! README.md's `sh` blocks and every `$ command` of its transcripts is
+//! run with `sh` in a directory holding a small program
+//! (`tests/readme/prog.c`, 60/30/10% in `burn_a`/`burn_b`/`burn_c`, also
+//! named `spin` and `work`) and the profiles the README names, with the
+//! built `cpuprof` first on PATH. A command must exit 0 (transcripts show
+//! their own status with `echo $?`), and a transcript's output must match
+//! the README's: line by line in order, numbers compared as numbers of
+//! any value (sampling moves them), `...` standing for any lines.
+//!
+//! Extending it: a README command this file does not know fails the test
+//! with the line to add to [`RULES`]: `Run` (with the fixture files it
+//! needs created in [`Fixture::new`]) or `Skip` with the reason. The
+//! skipped examples and why are in [`RULES`] (servers and remote
+//! endpoints are tested by their own tests, named there).
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use cpuprof_testkit::{repo_root, require_tool, TempDir};
+
+/// What to do with a README command: the first rule whose needle the
+/// command contains wins.
+enum Action {
+    /// Run it; it must succeed (and match its transcript).
+    Run,
+    /// Run it in a directory of its own (it rebuilds `./prog`, which the
+    /// other examples' profiles belong to), with `cpuprof` installed by
+    /// `scripts/install` in a temporary prefix that `pkg-config` and the
+    /// loader search (as they search `/usr/local`).
+    RunApart,
+    /// Run it while the tool it pipes into is installed, else skip.
+    RunWith(&'static str),
+    /// A server: run it, check its first line of output, then stop it.
+    Serve,
+    /// Not run, for the reason given.
+    Skip(&'static str),
+}
+
+use Action::*;
+
+/// The README's commands, by a part of their text. Order matters: the
+/// first match wins.
+const RULES: &[(&str, Action)] = &[
+    // Building and testing the tree itself.
+    ("cargo run --release -- demo", Skip("the demo is run by crates/cli/tests/record_demo.rs")),
+    ("cargo build --release", Skip("the test runs against the tree's own build")),
+    ("bash scripts/test", Skip("the whole suite: this test is part of it")),
+    ("scripts/install", Skip("installs into a prefix: run by readme.rs's linking test with a temporary prefix")),
+    ("pkg-config", RunApart),
+    ("cc prog.c", RunApart),
+    ("CPUPROFILE=prog.prof ./prog", RunApart),
+    // Programs that serve profiles over HTTP, and their clients.
+    ("CPUPROFILE_HTTP=", Skip("starts a server in the background: crates/agent/tests/http_endpoint.rs")),
+    ("pprof -top http", Skip("needs a running server: crates/agent/tests/http_endpoint.rs")),
+    ("google-pprof --text --seconds", Skip("needs a running server: crates/agent/tests/http_endpoint.rs")),
+    ("cpuprof report 127.0.0.1:", Skip("needs a running server: crates/cli/tests/remote.rs")),
+    ("localhost:6060", Skip("needs a running server: crates/cli/tests/remote.rs")),
+    ("http://127.0.0.1:6060", Skip("needs a running server: crates/cli/tests/remote.rs")),
+    ("./server", Skip("a server program: crates/agent/tests/http_endpoint.rs, crates/cli/tests/remote.rs")),
+    ("--http=", Serve),
+    // The CI gate script (a whole script, with ./bench and main.prof).
+    ("./bench", Skip("the CI gate script's own program: the gate is tested by crates/cli/tests/statistics.rs")),
+    ("status=$?", Skip("part of the CI gate script")),
+    // Debuginfod, other machines' paths.
+    ("DEBUGINFOD_URLS=", Skip("needs a symbol server: crates/cli/tests/debuginfod.rs")),
+    ("--trim_path=/build/ci", Skip("names a build directory of another machine: crates/cli/tests/listings.rs")),
+    // Tools outside the project.
+    ("flamegraph.pl", RunWith("flamegraph.pl")),
+    ("| jq", RunWith("jq")),
+    ("| dot", RunWith("dot")),
+    ("heap.pb.gz", Skip("a heap profile: its section's own tests")),
+    ("--dcpiprof ./prog.dcpi", Skip("a DCPI file of another machine: crates/cli/tests/formats.rs")),
+    ("--comments prog.pb.gz", Run),
+    // Everything else is ours and runs here.
+    ("cpuprof ", Run),
+    ("LD_PRELOAD=target/release/libcpuprof.so", Run),
+    ("CPUPROFILE=", Run),
+];
+
+/// One command of the README, with what its transcript says it prints.
+#[derive(Debug)]
+struct Example {
+    /// README line number (1-based) of the command.
+    line: usize,
+    command: String,
+    /// For a transcript (`$ command` then its output): the lines shown.
+    expected: Option<Vec<String>>,
+    /// For the interactive shell's transcript: the commands typed.
+    shell_input: Option<String>,
+}
+
+/// The commands of `readme`'s `sh` blocks and transcripts.
+fn examples(readme: &str) -> Vec<Example> {
+    let lines: Vec<&str> = readme.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        let Some(lang) = lines[i].strip_prefix("```") else {
+            i += 1;
+            continue;
+        };
+        let lang = lang.trim().to_string();
+        let start = i + 1;
+        let mut end = start;
+        while end < lines.len() && !lines[end].starts_with("```") {
+            end += 1;
+        }
+        let block = &lines[start..end];
+        match lang.as_str() {
+            "sh" if block.first().is_some_and(|l| l.starts_with("#!")) => {
+                // A script: each command in it is classified (and skipped
+                // by its rule) like any other.
+                for (k, l) in block.iter().enumerate().skip(1) {
+                    let command = strip_comment(l);
+                    if !command.is_empty() && command != "set -e" {
+                        out.push(Example {
+                            line: start + k + 1,
+                            command,
+                            expected: None,
+                            shell_input: None,
+                        });
+                    }
+                }
+            }
+            "sh" => {
+                let mut k = 0;
+                while k < block.len() {
+                    let first = k;
+                    let mut command = strip_comment(block[k]);
+                    while command.ends_with('\\') && k + 1 < block.len() {
+                        command.pop();
+                        k += 1;
+                        command.push_str(&strip_comment(block[k]));
+                    }
+                    if !command.is_empty() {
+                        out.push(Example {
+                            line: start + first + 1,
+                            command,
+                            expected: None,
+                            shell_input: None,
+                        });
+                    }
+                    k += 1;
+                }
+            }
+            "" | "console" => {
+                let mut k = 0;
+                while k < block.len() {
+                    let Some(command) = block[k].strip_prefix("$ ") else {
+                        k += 1;
+                        continue;
+                    };
+                    let first = k;
+                    k += 1;
+                    let mut expected = Vec::new();
+                    while k < block.len() && !block[k].starts_with("$ ") {
+                        expected.push(block[k].to_string());
+                        k += 1;
+                    }
+                    let shell_input =
+                        expected.iter().any(|l| l.starts_with("(pprof) ")).then(|| {
+                            expected
+                                .iter()
+                                .filter_map(|l| l.strip_prefix("(pprof) "))
+                                .filter(|c| !c.contains("<Tab>"))
+                                .map(|c| format!("{c}\n"))
+                                .collect()
+                        });
+                    out.push(Example {
+                        line: start + first + 1,
+                        command: strip_comment(command),
+                        expected: Some(expected),
+                        shell_input,
+                    });
+                }
+            }
+            _ => {}
+        }
+        i = end + 1;
+    }
+    out
+}
+
+/// `line` without its trailing `# comment` (a `#` after whitespace,
+/// outside quotes) and surrounding blanks.
+fn strip_comment(line: &str) -> String {
+    let mut quote = None;
+    let mut previous = ' ';
+    for (i, c) in line.char_indices() {
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (None, '#') if previous.is_whitespace() => return line[..i].trim().to_string(),
+            _ => {}
+        }
+        previous = c;
+    }
+    if line.trim_start().starts_with('#') {
+        return String::new();
+    }
+    line.trim().to_string()
+}
+
+fn rule(command: &str) -> Option<&'static Action> {
+    RULES
+        .iter()
+        .find(|(needle, _)| command.contains(needle))
+        .map(|(_, action)| action)
+}
+
+/// A line with every number (integers, decimals, percentages' digits,
+/// hex addresses) replaced by `#` and blanks collapsed.
+fn shape(line: &str) -> String {
+    let number = regex::Regex::new(r"0x[0-9a-f]+|[-+]?[0-9]+(\.[0-9]+)?|[-+]?inf|nan").unwrap();
+    let replaced = number.replace_all(line, "#");
+    replaced.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Checks that `actual` shows the README's `expected` lines in order
+/// (each by its [`shape`]); `...` in the README stands for any lines.
+fn matches(expected: &[String], actual: &str) -> Result<(), String> {
+    let actual: Vec<String> = actual.lines().map(shape).collect();
+    let mut at = 0;
+    let mut gap = false;
+    for line in expected {
+        if line.trim() == "..." {
+            gap = true;
+            continue;
+        }
+        let want = shape(line);
+        if want.is_empty() {
+            continue;
+        }
+        let found = if gap {
+            actual[at..].iter().position(|a| *a == want).map(|p| at + p)
+        } else {
+            // Blank lines of the output are not significant.
+            let mut j = at;
+            while j < actual.len() && actual[j].is_empty() {
+                j += 1;
+            }
+            (j < actual.len() && actual[j] == want).then_some(j)
+        };
+        match found {
+            Some(j) => at = j + 1,
+            None => return Err(format!(
+                "expected a line like {line:?} (shape {want:?}) at output line {}; the output:\n{}",
+                at + 1,
+                actual.join("\n")
+            )),
+        }
+        gap = false;
+    }
+    Ok(())
+}
+
+/// The directory the README's commands run in.
+struct Fixture {
+    _dir: TempDir,
+    work: PathBuf,
+    apart: PathBuf,
+    prefix: PathBuf,
+    path: String,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = TempDir::new().unwrap();
+        let work = dir.path().join("work");
+        std::fs::create_dir_all(&work).unwrap();
+        // `cpuprof` on PATH, and the tree's paths the README names.
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        let cpuprof = PathBuf::from(env!("CARGO_BIN_EXE_cpuprof"));
+        let release = cpuprof.parent().unwrap();
+        std::os::unix::fs::symlink(&cpuprof, bin.join("cpuprof")).unwrap();
+        let apart = dir.path().join("apart");
+        let source = repo_root().join("crates/cli/tests/readme/prog.c");
+        for place in [&work, &apart] {
+            std::fs::create_dir_all(place.join("target")).unwrap();
+            std::os::unix::fs::symlink(release, place.join("target/release")).unwrap();
+            std::fs::create_dir_all(place.join("crates/agent")).unwrap();
+            std::os::unix::fs::symlink(
+                repo_root().join("crates/agent/include"),
+                place.join("crates/agent/include"),
+            )
+            .unwrap();
+            std::fs::copy(&source, place.join("prog.c")).unwrap();
+        }
+        let prefix = dir.path().join("prefix");
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let fixture = Fixture {
+            _dir: dir,
+            work,
+            apart,
+            prefix,
+            path,
+        };
+        let install = repo_root().join("scripts/install");
+        let release_dir = release.parent().unwrap().to_path_buf();
+        let (status, output) = fixture.run_in(
+            &fixture.work,
+            &format!(
+                "CARGO_TARGET_DIR={} sh {} {}",
+                release_dir.display(),
+                install.display(),
+                fixture.prefix.display()
+            ),
+            None,
+            Duration::from_secs(60),
+        );
+        assert_eq!(status, Some(0), "scripts/install: {output}");
+        // One build under three names (the README's ./prog, ./spin,
+        // ./work); -pg so that it writes the gmon.out the README reads.
+        fixture.setup("cc -O2 -g -pg prog.c -o prog && cp prog spin && cp prog work");
+        for (command, env) in [
+            (
+                "cpuprof record --format gperftools -o prog.prof -- ./prog",
+                "",
+            ),
+            (
+                "cpuprof record --format gperftools -o spin.prof -- ./spin",
+                "README_PROG_SECONDS=1",
+            ),
+            (
+                "cpuprof record --format gperftools -o before.prof -- ./work",
+                "README_PROG_SECONDS=1",
+            ),
+            (
+                "cpuprof record --format gperftools -o after.prof -- ./work",
+                "README_PROG_SECONDS=1 README_PROG_B_TWICE=1",
+            ),
+            ("cpuprof record -o app.pb.gz -- ./prog", ""),
+            ("cpuprof record --realtime -o wall.pb.gz -- ./prog", ""),
+            ("cpuprof convert prog.prof -o prog.pb.gz --to pprof", ""),
+            ("./prog", ""),
+        ] {
+            fixture.setup(&format!("env {env} {command} > /dev/null"));
+        }
+        assert!(fixture.work.join("gmon.out").is_file(), "gmon.out written");
+        fixture
+    }
+
+    fn setup(&self, command: &str) {
+        let (status, output) = self.run(command, None, Duration::from_secs(120));
+        assert_eq!(status, Some(0), "setup `{command}`: {output}");
+    }
+
+    /// Runs `command` with `sh` in the work directory, standard error
+    /// merged into standard output: (exit status, output). None when it
+    /// ran past `timeout` (then it was killed).
+    fn run(&self, command: &str, input: Option<&str>, timeout: Duration) -> (Option<i32>, String) {
+        self.run_in(&self.work, command, input, timeout)
+    }
+
+    /// [`Fixture::run`] in `dir`.
+    fn run_in(
+        &self,
+        dir: &Path,
+        command: &str,
+        input: Option<&str>,
+        timeout: Duration,
+    ) -> (Option<i32>, String) {
+        let mut child = Command::new("sh")
+            .arg("-c")
+            .arg(format!("exec 2>&1; {command}"))
+            .current_dir(dir)
+            .env("PKG_CONFIG_PATH", self.prefix.join("lib/pkgconfig"))
+            .env("LD_LIBRARY_PATH", self.prefix.join("lib"))
+            .env("PATH", &self.path)
+            .env("README_PROG_SECONDS", "0.5")
+            .env("BROWSER", "true")
+            .env_remove("DISPLAY")
+            .env_remove("WAYLAND_DISPLAY")
+            .env_remove("DEBUGINFOD_URLS")
+            .env("PPROF_TMPDIR", self.work.join("pprof"))
+            .stdin(if input.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        if let Some(input) = input {
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(input.as_bytes())
+                .unwrap();
+        }
+        let mut stdout = child.stdout.take().unwrap();
+        let reader = std::thread::spawn(move || {
+            let mut text = Vec::new();
+            let _ = stdout.read_to_end(&mut text);
+            String::from_utf8_lossy(&text).into_owned()
+        });
+        let deadline = Instant::now() + timeout;
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status.code();
+            }
+            if Instant::now() > deadline {
+                // The whole group: sh and what it started.
+                unsafe { libc::kill(-(child.id() as i32), libc::SIGTERM) };
+                let _ = child.wait();
+                break None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        (status, reader.join().unwrap())
+    }
+}
+
+use std::os::unix::process::CommandExt;
+
+#[test]
+fn every_readme_command_is_run_or_skipped_for_a_stated_reason() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let examples = examples(&readme);
+    assert!(examples.len() > 40, "the README's examples were found");
+    let unknown: Vec<String> = examples
+        .iter()
+        .filter(|e| rule(&e.command).is_none())
+        .map(|e| format!("README.md:{}: {}", e.line, e.command))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "README commands with no rule in crates/cli/tests/readme.rs's RULES (add Run, or Skip with the reason):\n{}",
+        unknown.join("\n")
+    );
+}
+
+#[test]
+fn the_readme_examples_work_as_written() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let fixture = Fixture::new();
+    let mut failures = Vec::new();
+    let mut ran = 0;
+    for example in examples(&readme) {
+        let action = rule(&example.command).unwrap_or(&Skip("no rule"));
+        let command = example.command.as_str();
+        let result = match action {
+            Skip(_) => continue,
+            RunWith(tool) if !require_tool(tool) => continue,
+            RunApart => {
+                let (status, output) =
+                    fixture.run_in(&fixture.apart, command, None, Duration::from_secs(60));
+                match status {
+                    Some(0) => Ok(()),
+                    status => Err(format!("exit status {status:?}:\n{output}")),
+                }
+            }
+            Run | RunWith(_) => match &example.shell_input {
+                Some(input) => {
+                    // The shell's transcript: the same commands, scripted.
+                    let scripted = command.replacen("cpuprof report ", "cpuprof report -i ", 1);
+                    let (status, output) =
+                        fixture.run(&scripted, Some(input), Duration::from_secs(60));
+                    check_shell(status, &output, example.expected.as_deref().unwrap_or(&[]))
+                }
+                None => {
+                    let (status, output) = fixture.run(command, None, Duration::from_secs(60));
+                    match (status, &example.expected) {
+                        (Some(0), None) => Ok(()),
+                        (Some(0), Some(expected)) => matches(expected, &output),
+                        (status, _) => Err(format!("exit status {status:?}:\n{output}")),
+                    }
+                }
+            },
+            Serve => {
+                let (_, output) = fixture.run(command, None, Duration::from_secs(5));
+                match &example.expected {
+                    Some(expected) => matches(expected, &output),
+                    None if output.contains("Serving web UI on http://") => Ok(()),
+                    None => Err(format!("no `Serving web UI on`:\n{output}")),
+                }
+            }
+        };
+        ran += 1;
+        if let Err(why) = result {
+            failures.push(format!("README.md:{}: `{command}`: {why}", example.line));
+        }
+    }
+    assert!(ran > 30, "{ran} examples ran");
+    assert!(
+        failures.is_empty(),
+        "{} README examples do not work as written:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+/// The shell's transcript: the results of the `(pprof)` commands (the
+/// greeting and prompts are not printed when scripted; an error's line
+/// goes to stderr, merged here).
+fn check_shell(status: Option<i32>, output: &str, expected: &[String]) -> Result<(), String> {
+    let mut results = Vec::new();
+    let mut in_greeting = true;
+    for line in expected {
+        if line.starts_with("(pprof) ") {
+            in_greeting = false;
+            continue;
+        }
+        if in_greeting || line.contains("<Tab>") {
+            continue;
+        }
+        results.push(line.clone());
+    }
+    // The completion listing after `<Tab>` is not a result.
+    if let Some(p) = results.iter().position(|l| l.starts_with("burn_a  burn_b")) {
+        results.remove(p);
+    }
+    match status {
+        // An unrecognized command makes the scripted shell's status 1.
+        Some(0 | 1) => matches(&results, output),
+        other => Err(format!("exit status {other:?}:\n{output}")),
+    }
+}
+
+#[test]
+fn examples_are_read_from_blocks_and_transcripts() {
+    let readme = "text\n```sh\ncpuprof report --text ./p p.prof   # a comment\nLD_PRELOAD=x \\\n  ./p\n```\n\
+                  ```\n$ cpuprof report --focus='#x' p\nTotal: 12 samples\n...\n```\n";
+    let found = examples(readme);
+    assert_eq!(found.len(), 3, "{found:?}");
+    assert_eq!(found[0].command, "cpuprof report --text ./p p.prof");
+    assert_eq!(found[0].line, 3);
+    assert_eq!(found[1].command, "LD_PRELOAD=x ./p");
+    assert_eq!(found[2].command, "cpuprof report --focus='#x' p");
+    assert_eq!(found[2].expected.as_ref().unwrap().len(), 2);
+    assert_eq!(shape("     605  59.5%  59.5% burn_a"), "# #% #% burn_a");
+    assert!(matches(
+        &["Total: 9 samples".into(), "...".into(), "x 1".into()],
+        "Total: 3 samples\ny\nx 2\n"
+    )
+    .is_ok());
+    assert!(matches(
+        &["Total: 9 samples".into(), "x 1".into()],
+        "Total: 3 samples\ny\nx 2\n"
+    )
+    .is_err());
+}
