@@ -114,35 +114,43 @@ fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> 
             let Some(ContextValue::String(first)) = err.get(ContextKind::InvalidArg) else {
                 return None;
             };
-            let mut others: Vec<String> = match err.get(ContextKind::PriorArg) {
-                Some(ContextValue::String(s)) => vec![s.clone()],
-                Some(ContextValue::Strings(v)) => v.clone(),
-                _ => return None,
+            let many = match err.get(ContextKind::PriorArg) {
+                Some(ContextValue::Strings(v)) => v.len() >= 2,
+                _ => false,
             };
-            if others.len() < 2 {
+            if !many {
                 return None;
             }
-            // Clap lists a group's members but the one given may be left
-            // out: every member of the subcommand's groups is a candidate.
+            // Clap lists every member of the group the first flag
+            // conflicts with (and may leave out the one given, or name it
+            // by another alias): name the flags the user typed instead.
             use clap::CommandFactory;
             let command = Cli::command();
-            if let Some(sub) = subcommand.and_then(|s| command.find_subcommand(s)) {
-                for group in sub.get_groups() {
-                    for id in group.get_args() {
-                        if let Some(long) = sub
-                            .get_arguments()
-                            .find(|a| a.get_id() == id)
-                            .and_then(|a| a.get_long())
-                        {
-                            others.push(format!("--{long}"));
-                        }
-                    }
-                }
-            }
-            let first = given(first)?;
-            let other = others
+            let sub = command.find_subcommand(subcommand?)?;
+            let first_name = first.split([' ', '=', '[', '<']).next().unwrap_or(first);
+            let first_arg = sub
+                .get_arguments()
+                .find(|a| a.get_long().is_some_and(|l| format!("--{l}") == first_name))?;
+            let conflicts = sub.get_arg_conflicts_with(first_arg);
+            let typed = |flag: &str| -> Option<String> {
+                let name = flag.split('=').next().unwrap_or(flag);
+                let long = name.strip_prefix("--")?;
+                let arg = sub.get_arguments().find(|a| {
+                    a.get_long() == Some(long)
+                        || a.get_all_aliases().is_some_and(|v| v.contains(&long))
+                })?;
+                let conflicting = conflicts.iter().any(|c| c.get_id() == arg.get_id())
+                    || sub
+                        .get_arg_conflicts_with(arg)
+                        .iter()
+                        .any(|c| c.get_id() == first_arg.get_id());
+                (arg.get_id() != first_arg.get_id() && conflicting).then(|| name.to_string())
+            };
+            let other = args[2..]
                 .iter()
-                .find_map(|o| given(o).filter(|g| *g != first))?;
+                .take_while(|a| a.as_str() != "--")
+                .find_map(|a| typed(a))?;
+            let first = given(first_name).unwrap_or_else(|| first_name.to_string());
             Some(format!(
                 "{}: {first} cannot be used with {other}",
                 subcommand.unwrap_or("cpuprof")

@@ -567,7 +567,17 @@ impl Binary {
     /// no permissions, not executable).
     pub fn segment_misfit(&self, mapping: &Mapping) -> Option<String> {
         const PAGE: u64 = 4096;
-        if mapping.perms.len() != 4 || !mapping.is_executable() || mapping.limit <= mapping.start {
+        let whole_pages = [mapping.start, mapping.limit, mapping.offset]
+            .iter()
+            .all(|v| v % PAGE == 0);
+        // Only a line of a process's map (whole pages, permissions known)
+        // says how the loader mapped the file; mappings made up from the
+        // file's own segments (gmon.out, DCPI) say nothing new.
+        if mapping.perms.len() != 4
+            || !mapping.is_executable()
+            || mapping.limit <= mapping.start
+            || !whole_pages
+        {
             return None;
         }
         let size = mapping.limit - mapping.start;

@@ -422,7 +422,10 @@ impl Symbolizer {
                                 "not using it"
                             };
                             let message = match binary.build_id() {
-                                Some(id) if !mapping.build_id.eq_ignore_ascii_case(&id) => {
+                                Some(id)
+                                    if !mapping.build_id.is_empty()
+                                        && !mapping.build_id.eq_ignore_ascii_case(&id) =>
+                                {
                                     format!(
                                         "{}: build id {} in the profile, {id} on disk; {consequence}",
                                         mapping.path,
