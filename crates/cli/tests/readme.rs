@@ -657,3 +657,121 @@ fn examples_are_read_from_blocks_and_transcripts() {
     )
     .is_err());
 }
+
+/// README's Install section: `scripts/install PREFIX` and a C program
+/// linked with `-lcpuprof` by both recipes (pkg-config, the build tree):
+/// our header is the one included, the program starts (the library is
+/// found: an rpath, as the README says for another prefix) and writes its
+/// profile, through the C API and through `CPUPROFILE` alone.
+#[test]
+fn a_c_program_links_with_lcpuprof_as_the_readme_says() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let fixture_dir = TempDir::new().unwrap();
+    let dir = fixture_dir.path();
+    let cpuprof = PathBuf::from(env!("CARGO_BIN_EXE_cpuprof"));
+    let release = cpuprof.parent().unwrap();
+    let prefix = dir.join("prefix");
+    let sh = |command: &str| -> String {
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(dir)
+            .env("PKG_CONFIG_PATH", prefix.join("lib/pkgconfig"))
+            .env("README_PROG_SECONDS", "0.3")
+            .env_remove("LD_LIBRARY_PATH")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "`{command}`: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    sh(&format!(
+        "CARGO_TARGET_DIR={} sh {} {}",
+        release.parent().unwrap().display(),
+        repo_root().join("scripts/install").display(),
+        prefix.display()
+    ));
+    for file in [
+        "bin/cpuprof",
+        "lib/libcpuprof.so",
+        "include/cpuprof/gperftools/profiler.h",
+    ] {
+        assert!(prefix.join(file).is_file(), "{file}");
+    }
+    // A program of gperftools' C API.
+    let source =
+        std::fs::read_to_string(repo_root().join("crates/cli/tests/readme/prog.c")).unwrap();
+    let api = source
+        .replace(
+            "#include <stdio.h>",
+            "#include <stdio.h>\n#include <gperftools/profiler.h>",
+        )
+        .replace(
+            "    double r = work(",
+            "    ProfilerStart(\"api.prof\");\n    double r = work(",
+        )
+        .replace(
+            "    printf(\"done",
+            "    ProfilerStop();\n    printf(\"done",
+        );
+    std::fs::write(dir.join("api.c"), api).unwrap();
+    std::fs::copy(
+        repo_root().join("crates/cli/tests/readme/prog.c"),
+        dir.join("prog.c"),
+    )
+    .unwrap();
+    let ours = |deps: &str, header: &Path| {
+        let line = deps
+            .split_whitespace()
+            .find(|w| w.ends_with("gperftools/profiler.h"))
+            .unwrap_or_else(|| panic!("no profiler.h in {deps}"));
+        assert_eq!(
+            std::fs::canonicalize(line).unwrap(),
+            std::fs::canonicalize(header).unwrap(),
+            "the header included"
+        );
+    };
+    let pkg =
+        "$(pkg-config --cflags --libs cpuprof) -Wl,-rpath,$(pkg-config --variable=libdir cpuprof)";
+    ours(
+        &sh(&format!("cc -M api.c $(pkg-config --cflags cpuprof)")),
+        &prefix.join("include/cpuprof/gperftools/profiler.h"),
+    );
+    let tree = format!(
+        "-I {include} -L {release} -Wl,-rpath,{release} -Wl,--no-as-needed -lcpuprof",
+        include = repo_root().join("crates/agent/include").display(),
+        release = release.display()
+    );
+    ours(
+        &sh(&format!(
+            "cc -M api.c -I {}",
+            repo_root().join("crates/agent/include").display()
+        )),
+        &repo_root().join("crates/agent/include/gperftools/profiler.h"),
+    );
+    for (recipe, flags) in [("pkg-config", pkg.to_string()), ("build tree", tree)] {
+        for f in ["api.prof", "env.prof"] {
+            let _ = std::fs::remove_file(dir.join(f));
+        }
+        sh(&format!("cc -O2 -g api.c {flags} -o api && ./api"));
+        sh(&format!(
+            "cc -O2 -g prog.c {flags} -o prog && CPUPROFILE=env.prof ./prog"
+        ));
+        for (binary, profile) in [("api", "api.prof"), ("prog", "env.prof")] {
+            let report = sh(&format!(
+                "{} report --text ./{binary} {profile}",
+                cpuprof.display()
+            ));
+            assert!(
+                report.lines().nth(1).is_some_and(|l| l.ends_with("burn_a")),
+                "{recipe}: {binary}: {report}"
+            );
+        }
+    }
+}

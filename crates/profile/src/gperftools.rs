@@ -969,6 +969,45 @@ mod tests {
     }
 
     #[test]
+    fn a_build_id_line_gives_the_mapping_before_its_build_id() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 1, 1, 0xa0010, 0, 1, 0]);
+        let line = build_id_line(0xb0000, 0x11000, "/bin/x", "ABcd12").unwrap();
+        assert_eq!(line, "000b0000-000b0000 r-xp /bin/x (@11000) ABcd12");
+        data.extend_from_slice(
+            format!("000a0000-000b0000 r-xp 00001000 03:01 12 /bin/x\n{line}\n00c00000-00c01000 r-xp 00000000 03:01 13 /lib/y.so\n").as_bytes(),
+        );
+        let p = read(&data).unwrap();
+        assert_eq!(p.mappings.len(), 2, "{:?}", p.mappings);
+        assert_eq!(p.mappings[0].build_id, "abcd12");
+        assert_eq!(
+            (p.mappings[0].start, p.mappings[0].limit),
+            (0xa0000, 0xb0000)
+        );
+        assert_eq!(p.mappings[1].build_id, "");
+        // Written back by convert: the same line after the mapping.
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        assert!(String::from_utf8_lossy(&out).contains(&line.to_ascii_lowercase()));
+        assert_eq!(read(&out).unwrap().mappings[0].build_id, "abcd12");
+        // Nothing to write without an id, or for a path with a blank.
+        assert_eq!(build_id_line(1, 2, "/bin/x", ""), None);
+        assert_eq!(build_id_line(1, 2, "/a b/x", "ab"), None);
+    }
+
+    #[test]
+    fn a_list_of_mapped_objects_cut_in_a_line_is_truncated() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 1, 1, 0xa0010, 0, 1, 0]);
+        assert_eq!(truncated_maps_at(&data), None, "no list at all");
+        let text = b"000a0000-000b0000 r-xp 00001000 03:01 12 /bin/x\n7f00-7f10 r-xp 0000";
+        data.extend_from_slice(text);
+        let cut = data.len() - b"7f00-7f10 r-xp 0000".len();
+        assert!(read(&data).is_ok());
+        assert_eq!(truncated_maps_at(&data), Some(cut as u64));
+        data.truncate(cut);
+        assert_eq!(truncated_maps_at(&data), None, "ends with a whole line");
+    }
+
+    #[test]
     fn sums_identical_records() {
         let data = slots64(&[
             0, 3, 0, 1000, 0, 2, 2, 10, 20, 3, 2, 10, 20, 1, 1, 10, 0, 1, 0,
