@@ -384,6 +384,18 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
         let (shell_out, err, status) =
             shell(&format!("{}={value}\n{command}\n", setting.name), &[]);
         assert_eq!(status, 0, "{}: {err}", setting.name);
+        // An SVG goes to a file whose path is printed.
+        let shell_out = match shell_out
+            .strip_prefix("Generating report in ")
+            .and_then(|p| p.strip_suffix('\n'))
+        {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).unwrap();
+                std::fs::remove_file(path).unwrap();
+                text
+            }
+            None => shell_out,
+        };
         let shell_file = std::fs::read_to_string(dir.path().join("walk.json")).ok();
         let _ = std::fs::remove_file(dir.path().join("walk.json"));
         assert_eq!(shell_out, cli, "{}={value}: shell vs {given}", setting.name);
