@@ -4,7 +4,8 @@
 //! settings table's check agrees with the parser.
 #![no_main]
 use cpuprof_profile::{Label, LabelValue};
-use cpuprof_report::tags::{parse_keys, scaled_label, TagFilter, TagOptions};
+use cpuprof_report::measure::scaled_label;
+use cpuprof_report::tags::{parse_keys, TagFilter, TagOptions};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

@@ -170,7 +170,7 @@ pub fn print_report(profile: &Path, binaries: &[PathBuf], nodecount: usize) -> R
     let graph = cpuprof_report::Graph::build(&stacks, false);
     let stdout = io::stdout();
     let mut out = stdout.lock();
-    cpuprof_report::text::write(&mut out, &stacks, &graph, &options)?;
+    cpuprof_report::output::text::write(&mut out, &stacks, &graph, &options)?;
     out.flush()?;
     Ok(())
 }

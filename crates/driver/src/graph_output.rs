@@ -14,8 +14,8 @@ use std::process::{Command, Stdio};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_report::callgraph::CallGraph;
-use cpuprof_report::dot::{self, DotTarget};
-use cpuprof_report::svg;
+use cpuprof_report::output::dot::{self, DotTarget};
+use cpuprof_report::output::svg;
 
 use crate::commands::{GraphFormat, Viewer};
 
@@ -43,7 +43,7 @@ pub fn render(graph: &CallGraph, format: GraphFormat, layout: &str) -> Result<Ve
     };
     if !use_dot {
         return Ok(match format {
-            GraphFormat::Svg => svg::render_svg(&graph.picture()).into_bytes(),
+            GraphFormat::Svg => svg::render_svg(&svg::picture(graph)).into_bytes(),
             _ => {
                 let mut out = Vec::new();
                 dot::write(&mut out, graph, DotTarget::Plain)?;

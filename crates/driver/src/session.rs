@@ -11,10 +11,13 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
-use cpuprof_report::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
+use cpuprof_report::graph::{percent_base, Row};
+use cpuprof_report::measure::unit_word;
+use cpuprof_report::output::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
+use cpuprof_report::output::{disasm, listing, text};
 use cpuprof_report::source::SourceFiles;
 use cpuprof_report::stats::{self, DiffTable, Shares};
-use cpuprof_report::{disasm, listing, text, Granularity, Graph, Options, Stacks};
+use cpuprof_report::{instructions, lines, Granularity, Graph, Options, Stacks};
 
 use crate::commands::{CommandDef, FlameKind, Output};
 use crate::graph_output;
@@ -160,7 +163,7 @@ impl Session {
         greeting.push_str(&format!(
             "Total: {} {}\n",
             stacks.grand_total,
-            text::unit_word(&stacks)
+            unit_word(&stacks.sample_type)
         ));
         greeting.push_str(
             "Entering interactive mode (type \"help\" for commands, \"o\" for options)\n",
@@ -454,7 +457,7 @@ impl Request<'_> {
         };
         let exe =
             std::fs::read(binary).with_context(|| format!("{}: cannot read", binary.display()))?;
-        let mut symbols = cpuprof_report::gprof::GprofSymbols::from_elf(&exe)
+        let mut symbols = cpuprof_report::executable::GprofSymbols::from_elf(&exe)
             .map_err(|e| anyhow::anyhow!("{}: {e}", binary.display()))?;
         symbols.resolve_source_files(binary);
         let target = cpuprof_report::executable::elf_target(&exe);
@@ -484,7 +487,7 @@ impl Request<'_> {
             }
         }
         let sum = sum.context("gprof needs a gmon.out file")?;
-        cpuprof_report::gprof::write_report(&sum, &symbols, out)?;
+        cpuprof_report::output::gprof::write_report(&sum, &symbols, out)?;
         Ok(())
     }
 }
@@ -510,16 +513,16 @@ impl RenderContext<'_> {
                     None => text::write(out, stacks, &graph, options)?,
                     Some(level) => {
                         let diff = session.diff_table(self.cx.config, level)?;
-                        let shares = Shares::new(stacks, text::percent_base(&graph), level);
+                        let shares = Shares::new(stacks, percent_base(&graph), level);
                         self.too_few_samples(&shares, &graph);
-                        let intervals = |row: &text::Row| {
+                        let intervals = |row: &Row| {
                             format!(
                                 "{:<13} {:<13}",
                                 stats::format_interval(shares.interval(row.flat)),
                                 stats::format_interval(shares.interval(row.cum))
                             )
                         };
-                        let changes = |row: &text::Row| {
+                        let changes = |row: &Row| {
                             diff.as_ref().map_or_else(String::new, |d| {
                                 d.column(&stacks.frame(row.frame).name)
                             })
@@ -554,62 +557,74 @@ impl RenderContext<'_> {
                     .cx
                     .config
                     .confidence()
-                    .map(|level| Shares::new(stacks, text::percent_base(&graph), level));
+                    .map(|level| Shares::new(stacks, percent_base(&graph), level));
                 if let Some(shares) = &shares {
                     self.too_few_samples(shares, &graph);
                 }
-                cpuprof_report::tree::write_with(out, stacks, &graph, options, shares.as_ref())?;
+                cpuprof_report::output::tree::write_with(
+                    out,
+                    stacks,
+                    &graph,
+                    options,
+                    shares.as_ref(),
+                )?;
             }
             Output::Peek => {
                 let re = self.cx.regex()?;
                 let graph = Graph::build(stacks, false);
-                cpuprof_report::tree::write_peek(out, stacks, &graph, options, &re)?;
+                cpuprof_report::output::tree::write_peek(out, stacks, &graph, options, &re)?;
             }
             Output::Traces => {
-                cpuprof_report::traces::write_labelled(
+                cpuprof_report::output::traces::write_labelled(
                     out,
                     stacks,
                     &session.program_name(),
                     &options.tags,
                 )?;
             }
-            Output::Tags => cpuprof_report::tags::write(out, stacks, &options.tags)?,
+            Output::Tags => cpuprof_report::output::tags::write(out, stacks, &options.tags)?,
             Output::List => {
                 let re = self.cx.regex()?;
-                let mut listings = listing::listings(stacks, &re, options.full_names);
+                let mut listings = lines::listings(stacks, &re, options.full_names);
                 if listings.is_empty() {
                     bail!("list {re}: no function with samples matches");
                 }
                 if session.sources.symbolize {
                     let binaries = session.symbolizer().binaries_for(profile);
-                    listing::extend_from_binaries(&mut listings, stacks, &binaries);
+                    lines::extend_from_binaries(&mut listings, stacks, &binaries);
                 }
                 let mut sources = self.source_files();
-                listing::write(out, &listings, &text::unit_word(stacks), &mut sources)?;
+                listing::write(
+                    out,
+                    &listings,
+                    &unit_word(&stacks.sample_type),
+                    &mut sources,
+                )?;
             }
             Output::Disasm => {
                 let re = self.cx.regex()?;
                 let binaries = session.symbolizer().binaries_for(profile);
-                let disassemblies = disasm::disassemble(stacks, &re, options.full_names, &binaries)
-                    .map_err(|e| anyhow::anyhow!("disasm {re}: {e}"))?;
+                let disassemblies =
+                    instructions::disassemble(stacks, &re, options.full_names, &binaries)
+                        .map_err(|e| anyhow::anyhow!("disasm {re}: {e}"))?;
                 let mut sources = self.source_files();
                 disasm::write(
                     out,
                     &disassemblies,
-                    &text::unit_word(stacks),
+                    &unit_word(&stacks.sample_type),
                     stacks.total,
                     &mut sources,
                 )?;
             }
             Output::Raw => {
-                cpuprof_report::raw::write(out, stacks, &session.program_name())?;
+                cpuprof_report::output::raw::write(out, stacks, &session.program_name())?;
             }
-            Output::Collapsed => cpuprof_report::collapsed::write(out, stacks)?,
+            Output::Collapsed => cpuprof_report::output::collapsed::write(out, stacks)?,
             Output::Json => {
                 let graph = Graph::build(stacks, false);
                 let level = self.cx.config.confidence().unwrap_or(0.95);
                 let diff = session.diff_table(self.cx.config, level)?;
-                cpuprof_report::json::write_with(
+                cpuprof_report::output::json::write_with(
                     out,
                     stacks,
                     &graph,
@@ -645,7 +660,7 @@ impl RenderContext<'_> {
                 let index = options
                     .sample_index
                     .unwrap_or_else(|| profile.default_sample_index());
-                cpuprof_report::dcpiprof::write_with(
+                cpuprof_report::output::dcpiprof::write_with(
                     profile,
                     index,
                     out,
@@ -705,7 +720,7 @@ impl RenderContext<'_> {
             });
         let intervals = confidence.map(|level| {
             let shares = Shares::new(self.stacks, self.stacks.total, level);
-            cpuprof_report::flame::FlameIntervals {
+            cpuprof_report::output::flame::FlameIntervals {
                 samples: shares.samples,
                 scale: shares.scale,
                 level,
@@ -752,7 +767,7 @@ impl RenderContext<'_> {
         // In a diff, only the significant changes of share are coloured.
         let level = self.cx.config.confidence().unwrap_or(0.95);
         if let Some(diff) = self.cx.session.diff_table(self.cx.config, level)? {
-            use cpuprof_report::svg::NodeChange;
+            use cpuprof_report::change::NodeChange;
             call_graph.mark_changes(
                 |name| {
                     diff.changes.get(name).map(|c| match c.change.delta {
@@ -800,7 +815,7 @@ impl RenderContext<'_> {
         let re = self.cx.regex()?;
         let binaries = session.symbolizer().binaries_for(self.profile);
         let disassemblies =
-            disasm::disassemble(self.stacks, &re, self.options.full_names, &binaries)
+            instructions::disassemble(self.stacks, &re, self.options.full_names, &binaries)
                 .map_err(|e| anyhow::anyhow!("weblist {re}: {e}"))?;
         let mut sources = self.source_files();
         // The source lines come from the stacks at line granularity.
@@ -810,17 +825,17 @@ impl RenderContext<'_> {
         };
         let cache = std::ptr::eq(self.profile, &session.profile).then_some(&session.frames);
         let line_stacks = Stacks::build_cached(self.profile, &by_line, cache);
-        let mut listings = listing::listings(&line_stacks, &re, self.options.full_names);
+        let mut listings = lines::listings(&line_stacks, &re, self.options.full_names);
         if listings.is_empty() {
             bail!("weblist {re}: no function with samples matches");
         }
-        listing::extend_from_binaries(&mut listings, &line_stacks, &binaries);
-        cpuprof_report::weblist::write_html(
+        lines::extend_from_binaries(&mut listings, &line_stacks, &binaries);
+        cpuprof_report::output::weblist::write_html(
             out,
             &format!("weblist {re}: {}", session.program_name()),
             &listings,
             &disassemblies,
-            &text::unit_word(self.stacks),
+            &unit_word(&self.stacks.sample_type),
             &mut sources,
         )?;
         Ok(())
@@ -860,7 +875,7 @@ pub fn write_callgrind(
     } else {
         Vec::new()
     };
-    cpuprof_report::callgrind::write(out, stacks, &graph, options, &program, &files)?;
+    cpuprof_report::output::callgrind::write(out, stacks, &graph, options, &program, &files)?;
     Ok(())
 }
 

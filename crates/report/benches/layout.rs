@@ -9,8 +9,8 @@ mod synthetic;
 
 use std::time::{Duration, Instant};
 
-use cpuprof_report::layout::{layout, LayoutOptions};
-use cpuprof_report::svg::{layout_graph, render_svg};
+use cpuprof_report::output::svg::layout::{layout, LayoutOptions};
+use cpuprof_report::output::svg::{layout_graph, render_svg};
 
 /// CPU time of this thread.
 fn cpu_time() -> Duration {

@@ -19,7 +19,7 @@
 
 use std::time::{Duration, Instant};
 
-use cpuprof_report::flame::{
+use cpuprof_report::output::flame::{
     render, FlameFormat, FlameInput, FlameOptions, FlameOrientation, FrameName, FrameTree,
 };
 
@@ -123,7 +123,7 @@ fn ms(d: Duration) -> f64 {
 
 /// The stages of `cpuprof report` on a real profile.
 fn real_profile(binary: &str, path: &str) {
-    use cpuprof_report::{text, Graph, Options, Stacks};
+    use cpuprof_report::{output::text, Graph, Options, Stacks};
     let data = std::fs::read(path).expect("read the profile");
     let (read, profile) = time(|| {
         cpuprof_profile::read_profile(&data, &Default::default())
@@ -147,7 +147,8 @@ fn real_profile(binary: &str, path: &str) {
         text::write(&mut out, &stacks, &graph, &options).unwrap();
         out.len()
     });
-    let (input_time, input) = time(|| cpuprof_report::flame::input_from_stacks("t", &stacks, None));
+    let (input_time, input) =
+        time(|| cpuprof_report::output::flame::input_from_stacks("t", &stacks, None));
     let html_options = FlameOptions::default();
     let svg_options = FlameOptions {
         format: FlameFormat::Svg,

@@ -7,5 +7,5 @@ fn main() {
     let count: usize = args.next().and_then(|a| a.parse().ok()).unwrap_or(80);
     let seed: u64 = args.next().and_then(|a| a.parse().ok()).unwrap_or(1);
     let picture = synthetic::call_graph(count, seed);
-    print!("{}", cpuprof_report::svg::render_svg(&picture));
+    print!("{}", cpuprof_report::output::svg::render_svg(&picture));
 }

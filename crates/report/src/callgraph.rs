@@ -3,9 +3,9 @@
 //! perl pprof's `PrintDot` applies them, with the numbers of its "Node
 //! Information", "Edge Information" and "Meta Information".
 //!
-//! [`CallGraph::build`] keeps the nodes and edges; [`crate::dot`] writes
-//! them as Graphviz DOT and [`CallGraph::picture`] turns them into the
-//! [`GraphPicture`] the built-in SVG writer draws.
+//! [`CallGraph::build`] keeps the nodes and edges and says what their
+//! labels and the legend read; [`crate::output::dot`] writes them as
+//! Graphviz DOT and [`crate::output::svg`] draws them.
 //!
 //! Trimming, exactly as pprof does it, with `total` the sum of the flat
 //! values shown (the "Focusing on" number):
@@ -19,12 +19,11 @@
 //!   has `--maxdegree` kept out-edges or its callee `--maxdegree` kept
 //!   in-edges.
 
-use crate::graph::Graph;
-use crate::layout::{Align, TextLine};
+use crate::change::NodeChange;
+use crate::graph::{percent_base, Graph};
+use crate::measure::{percent, unit_word};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
-use crate::svg::{GraphPicture, NodeChange, PictureEdge, PictureNode};
-use crate::text::{percent, percent_base, unit_word};
 
 /// pprof's default `--nodecount` for graphs.
 pub const DEFAULT_NODECOUNT: usize = 80;
@@ -186,7 +185,7 @@ impl CallGraph {
             node_intervals: Vec::new(),
             node_changes: Vec::new(),
             program: program.to_string(),
-            unit: unit_word(stacks),
+            unit: unit_word(&stacks.sample_type),
             grand_total: stacks.grand_total,
             local_total,
             node_limit,
@@ -266,78 +265,6 @@ impl CallGraph {
         self.notes.push(format!(
             "Colours: significant changes of share only ({how}): red grew, green shrank; grey: noise"
         ));
-    }
-
-    /// The picture the built-in SVG writer draws.
-    pub fn picture(&self) -> GraphPicture {
-        let total = self.local_total as f64;
-        let share = |value: i64| {
-            if total != 0.0 {
-                value as f64 / total
-            } else {
-                0.0
-            }
-        };
-        GraphPicture {
-            title: self.title(),
-            legend: self.legend(),
-            nodes: self
-                .nodes
-                .iter()
-                .enumerate()
-                .map(|(i, node)| {
-                    let mut lines: Vec<TextLine> = Self::name_lines(&node.name)
-                        .into_iter()
-                        .map(|text| TextLine {
-                            text,
-                            align: Align::Center,
-                        })
-                        .collect();
-                    lines.extend(self.value_lines(node).into_iter().map(|text| TextLine {
-                        text,
-                        align: Align::Right,
-                    }));
-                    let mut tooltip = format!(
-                        "{} | flat {} ({}) | cum {} ({})",
-                        node.name,
-                        node.flat,
-                        percent(node.flat, self.local_total),
-                        node.cum,
-                        percent(node.cum, self.local_total)
-                    );
-                    if let Some(intervals) = self.node_intervals.get(i) {
-                        tooltip.push_str(" | ");
-                        tooltip.push_str(intervals);
-                    }
-                    PictureNode {
-                        name: tooltip,
-                        lines,
-                        font_size: self.font_size(node),
-                        cum_fraction: share(node.cum),
-                        change: self.node_changes.get(i).copied(),
-                    }
-                })
-                .collect(),
-            edges: self
-                .edges
-                .iter()
-                .map(|edge| PictureEdge {
-                    from: edge.caller,
-                    to: edge.callee,
-                    weight: edge.weight.abs() as f64,
-                    label: edge.weight.to_string(),
-                    fraction: share(edge.weight),
-                    dashed: edge.inlined,
-                    tooltip: format!(
-                        "{} -> {} ({} {})",
-                        self.nodes[edge.caller].name,
-                        self.nodes[edge.callee].name,
-                        edge.weight,
-                        self.unit
-                    ),
-                })
-                .collect(),
-        }
     }
 }
 

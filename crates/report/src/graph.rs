@@ -9,6 +9,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 
 /// Index into [`Graph::nodes`]; the same index as the node's frame in
@@ -351,4 +352,49 @@ impl Partial {
         }
         part
     }
+}
+
+/// One row of the text report (and of `--tree`, `--json`): a node's values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Row {
+    /// The frame of the row.
+    pub frame: FrameId,
+    /// Its flat value.
+    pub flat: i64,
+    /// Its cumulative value.
+    pub cum: i64,
+}
+
+/// The rows of the report in print order: by flat (or cum) descending,
+/// ties by name; rows whose flat and cum are both zero are left out;
+/// at most `options.nodecount` rows.
+pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
+    let mut rows: Vec<Row> = graph
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| n.flat != 0 || n.cum != 0)
+        .filter(|(_, n)| !(options.drop_negative && n.cum < 0))
+        .map(|(i, n)| Row {
+            frame: FrameId(i as u32),
+            flat: n.flat,
+            cum: n.cum,
+        })
+        .collect();
+    let key = |r: &Row| if options.cum { r.cum } else { r.flat };
+    rows.sort_unstable_by(|a, b| {
+        key(b)
+            .cmp(&key(a))
+            .then_with(|| stacks.frame(a.frame).name.cmp(&stacks.frame(b.frame).name))
+    });
+    if let Some(n) = options.nodecount {
+        rows.truncate(n);
+    }
+    rows
+}
+
+/// The total the percentages of a report are relative to: the sum of the
+/// flat values of the kept samples.
+pub fn percent_base(graph: &Graph) -> i64 {
+    graph.nodes.iter().map(|n| n.flat).sum()
 }

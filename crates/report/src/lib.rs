@@ -1,58 +1,52 @@
-//! Reports: the view of a symbolized profile that every output reads, and
-//! the outputs.
+//! Reports: the view of a symbolized profile that every output reads,
+//! and the outputs. The crate has two floors, and the folders show them.
 //!
-//! The pipeline: [`Stacks::build`] turns a [`cpuprof_profile::Profile`]
-//! into stacks of [`Frame`]s at the chosen [`Granularity`], with the
-//! profiler's own frames removed and `--focus`/`--ignore`/`--hide`/`--show`/
-//! `--show_from` applied;
-//! [`Graph::build`] makes the call graph (flat and cumulative values per
-//! node, caller→callee edges); each output module renders one of them.
+//! **The view** (the modules at the crate root) is what a report is
+//! computed from:
+//! - [`stacks`]: [`Stacks::build`] turns a [`cpuprof_profile::Profile`]
+//!   into stacks of [`Frame`]s at the chosen [`Granularity`], with the
+//!   profiler's own frames removed and `--focus`/`--ignore`/`--hide`/
+//!   `--show`/`--show_from` applied ([`options`] holds those settings);
+//! - [`graph`]: [`Graph::build`] makes the call graph (flat and
+//!   cumulative values per node, caller→callee edges) and the report's
+//!   rows; [`callgraph`] trims it as pprof does for the graph outputs
+//!   (`--nodecount`, `--nodefraction`, `--edgefraction`, `--maxdegree`)
+//!   and says what its labels and legend read;
+//! - [`distinct`]: the distinct stacks; [`lines`] and [`instructions`]:
+//!   source lines and instructions annotated with values, with source
+//!   files found by [`source::SourceFiles`] and binaries read by
+//!   [`executable`];
+//! - [`tags`]: sample labels (`--tagfocus`/`--tagignore`,
+//!   `--tagshow`/`--taghide`, `--tagroot`/`--tagleaf` pseudo-frames);
+//!   [`filtered`]: the kept samples as a profile again;
+//! - [`stats`]: confidence intervals and the significance of a diff's
+//!   changes; [`change`]: a node's change and the colours of a diff;
+//! - [`names`], [`escape`]: names and escaped text;
+//! - [`measure`]: the only place where a value becomes text (units
+//!   scaled as Go pprof's `measurement` package does, percentages).
 //!
-//! The call-graph outputs: [`callgraph::CallGraph`] trims the graph as
-//! pprof does (`--nodecount`, `--nodefraction`, `--edgefraction`,
-//! `--maxdegree`); [`dot`] writes it as Graphviz DOT; [`layout`] places a
-//! directed graph in layers (boxes, smooth edges, labels) without
-//! Graphviz, and [`svg`] draws the call graph with it as standalone SVG.
-//!
-//! The annotated listings: [`listing`] (`--list`, source lines) and
-//! [`disasm`] (`--disasm`, instructions), with source files found by
-//! [`source::SourceFiles`]; [`weblist`] puts both on one HTML page.
-//!
-//! The stack and machine-readable outputs: [`collapsed`] (folded stacks),
-//! [`traces`] (every distinct stack), [`tree`] (callers and callees per
-//! node, and `peek`), [`json`] (the text report's rows), [`callgrind`] (KCachegrind),
-//! [`raw`] (perl pprof's symbolized raw profile).
-//!
-//! Sample labels: [`tags`] (`--tags`, `--tagfocus`/`--tagignore`,
-//! `--tagshow`/`--taghide`, `--tagroot`/`--tagleaf` pseudo-frames).
+//! **The outputs** ([`output`], one module each) render the view: each
+//! imports the view and [`measure`], never another output. A new output
+//! is a new module there.
 #![deny(missing_docs)]
 
 pub mod callgraph;
-pub mod callgrind;
-pub mod collapsed;
-pub mod dcpiprof;
-pub mod disasm;
-pub mod dot;
+pub mod change;
+pub mod distinct;
+pub mod escape;
 pub mod executable;
 pub mod filtered;
-pub mod flame;
-pub mod gprof;
 pub mod graph;
-pub mod json;
-pub mod layout;
-pub mod listing;
+pub mod instructions;
+pub mod lines;
+pub mod measure;
 pub mod names;
 pub mod options;
-pub mod raw;
+pub mod output;
 pub mod source;
 pub mod stacks;
 pub mod stats;
-pub mod svg;
 pub mod tags;
-pub mod text;
-pub mod traces;
-pub mod tree;
-pub mod weblist;
 
 pub use graph::{Edge, Graph, Node, NodeId};
 pub use options::{Granularity, Options};

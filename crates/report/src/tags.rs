@@ -6,11 +6,9 @@
 //!   with units `bytes=1kb:64kb`);
 //! - [`TagOptions`]: those filters, `--tagshow`/`--taghide` (which keys are
 //!   shown) and `--tagroot`/`--tagleaf` (labels as pseudo-frames);
-//! - [`write`]: `--tags`, the table of keys and values with their values
-//!   and shares, laid out as Go pprof's `-tags`;
 //! - [`LabelFormat`]: label values as Go prints them (numbers scaled by
-//!   their unit, `4kB`, `1.50ms`), shared by `--tags`, `--traces` and the
-//!   pseudo-frames.
+//!   their unit, `4kB`, `1.50ms`), shared by `--tags`
+//!   ([`crate::output::tags`]), `--traces` and the pseudo-frames.
 //!
 //! Go pprof's rules, kept here: without a key, every comma-separated regex
 //! must match some `key:value` of the sample; with a key, any regex
@@ -22,14 +20,12 @@
 //! (`thread_id=^1234$`); Go's regexes see string labels only.
 
 use std::fmt;
-use std::io::{self, Write};
 
 use cpuprof_profile::{Label, LabelValue, Profile};
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
-use crate::stacks::Stacks;
-use crate::tree::percentage;
+use crate::measure::{scale, scaled_label};
 
 /// A malformed `--tagfocus`/`--tagignore` value.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -233,154 +229,6 @@ impl NumRange {
     }
 }
 
-/// A unit Go pprof knows: its printed name, its spellings, its factor to
-/// its type's base unit.
-struct Unit {
-    name: &'static str,
-    aliases: &'static [&'static str],
-    factor: f64,
-}
-
-/// A family of units (memory, time) and its default.
-struct UnitType {
-    units: &'static [Unit],
-    default: (&'static str, f64),
-}
-
-/// The units Go pprof's `measurement` package scales between.
-static UNIT_TYPES: &[UnitType] = &[
-    UnitType {
-        units: &[
-            Unit {
-                name: "B",
-                aliases: &["b", "byte"],
-                factor: 1.0,
-            },
-            Unit {
-                name: "kB",
-                aliases: &["kb", "kbyte", "kilobyte"],
-                factor: 1024.0,
-            },
-            Unit {
-                name: "MB",
-                aliases: &["mb", "mbyte", "megabyte"],
-                factor: 1048576.0,
-            },
-            Unit {
-                name: "GB",
-                aliases: &["gb", "gbyte", "gigabyte"],
-                factor: 1073741824.0,
-            },
-            Unit {
-                name: "TB",
-                aliases: &["tb", "tbyte", "terabyte"],
-                factor: 1099511627776.0,
-            },
-            Unit {
-                name: "PB",
-                aliases: &["pb", "pbyte", "petabyte"],
-                factor: 1125899906842624.0,
-            },
-        ],
-        default: ("B", 1.0),
-    },
-    UnitType {
-        units: &[
-            Unit {
-                name: "ns",
-                aliases: &["ns", "nanosecond"],
-                factor: 1.0,
-            },
-            Unit {
-                name: "us",
-                aliases: &["μs", "us", "microsecond"],
-                factor: 1e3,
-            },
-            Unit {
-                name: "ms",
-                aliases: &["ms", "millisecond"],
-                factor: 1e6,
-            },
-            Unit {
-                name: "s",
-                aliases: &["s", "sec", "second"],
-                factor: 1e9,
-            },
-            Unit {
-                name: "hrs",
-                aliases: &["hour", "hr"],
-                factor: 3.6e12,
-            },
-        ],
-        default: ("s", 1e9),
-    },
-];
-
-impl UnitType {
-    /// The unit spelled `unit` (any case, a plural `s` dropped).
-    fn sniff(&self, unit: &str) -> Option<&Unit> {
-        let lower = unit.to_lowercase();
-        let lower = if lower.chars().count() > 2 {
-            lower.strip_suffix('s').unwrap_or(&lower)
-        } else {
-            &lower
-        };
-        self.units.iter().find(|u| u.aliases.contains(&lower))
-    }
-}
-
-/// Scales `value` in `from` to `to` (`auto`/`minimum`: the largest unit
-/// that keeps it at least 1), as Go pprof's `measurement.Scale`: returns
-/// the value and the printed unit, empty for counts.
-pub fn scale(value: i64, from: &str, to: &str) -> (f64, String) {
-    if value < 0 && value != i64::MIN {
-        let (v, u) = scale(-value, from, to);
-        return (-v, u);
-    }
-    for unit_type in UNIT_TYPES {
-        let Some(from_unit) = unit_type.sniff(from) else {
-            continue;
-        };
-        let v = value as f64 * from_unit.factor;
-        if to == "minimum" || to == "auto" {
-            // The fitting unit with the largest factor, as Go's autoScale.
-            let mut best: Option<&Unit> = None;
-            for u in unit_type.units {
-                if v / u.factor >= 1.0 && best.is_none_or(|b| u.factor >= b.factor) {
-                    best = Some(u);
-                }
-            }
-            return match best {
-                Some(u) => (v / u.factor, u.name.to_string()),
-                None => (v / unit_type.default.1, unit_type.default.0.to_string()),
-            };
-        }
-        return match unit_type.sniff(to) {
-            Some(u) => (v / u.factor, u.name.to_string()),
-            None => (v / unit_type.default.1, unit_type.default.0.to_string()),
-        };
-    }
-    match to {
-        "count" | "sample" | "unit" | "minimum" | "auto" => (value as f64, String::new()),
-        _ => (value as f64, to.to_string()),
-    }
-}
-
-/// A value as Go pprof's `measurement.ScaledLabel` prints it: two
-/// decimals unless whole, then the unit (`1.50ms`, `4kB`, `1234`).
-pub fn scaled_label(value: i64, from: &str, to: &str) -> String {
-    if from.is_empty() && to == "count" {
-        return value.to_string();
-    }
-    let (v, unit) = scale(value, from, to);
-    let text = format!("{v:.2}");
-    let text = text.strip_suffix(".00").unwrap_or(&text);
-    if text == "0" || text == "-0" {
-        return "0".to_string();
-    }
-    format!("{text}{unit}")
-}
-
 /// The unit of each numeric label key, as Go pprof infers it: the unit
 /// its values carry, else `bytes` for `alignment` and `request`, else
 /// the key itself.
@@ -540,60 +388,6 @@ pub fn trace_lines(labels: &[Label], format: &LabelFormat, options: &TagOptions)
     text
 }
 
-/// Writes `--tags`: per shown key (sorted), its total over the kept
-/// samples and each value's share, largest first, as Go pprof's `-tags`
-/// lays it out (its tabwriter's right-aligned columns).
-pub fn write(out: &mut dyn Write, stacks: &Stacks, options: &TagOptions) -> io::Result<()> {
-    let format = LabelFormat::new(stacks.profile());
-    let mut keys: FxHashMap<String, FxHashMap<String, i64>> = FxHashMap::default();
-    for i in 0..stacks.len() {
-        let value = stacks.value(i);
-        for label in &stacks.sample(i).labels {
-            if !options.shows(&label.key) {
-                continue;
-            }
-            let values = keys.entry(label.key.clone()).or_default();
-            *values.entry(format.value(label)).or_insert(0) += value;
-        }
-    }
-    let mut keys: Vec<(String, FxHashMap<String, i64>)> = keys.into_iter().collect();
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
-    let unit = stacks.sample_type.unit.as_str();
-    let amount = |v: i64| {
-        let (v, u) = scale(v, unit, "minimum");
-        format!("{v:.1}{u}")
-    };
-    let mut text = String::new();
-    for (key, values) in keys {
-        let total: i64 = values.values().sum();
-        let mut values: Vec<(String, i64)> = values.into_iter().collect();
-        values.sort_by(|a, b| {
-            b.1.unsigned_abs()
-                .cmp(&a.1.unsigned_abs())
-                .then_with(|| a.0.cmp(&b.0))
-        });
-        let cells: Vec<String> = values
-            .iter()
-            .map(|(_, v)| {
-                if total > 0 {
-                    format!("{} ({}):", amount(*v), percentage(*v, total))
-                } else {
-                    format!("{}:", amount(*v))
-                }
-            })
-            .collect();
-        let head = format!("{key}:");
-        let first = head.chars().count().max(1) + 1;
-        let second = cells.iter().map(|c| c.chars().count()).max().unwrap_or(0) + 1;
-        text.push_str(&format!("{head:>first$} Total {}\n", amount(total)));
-        for ((name, _), cell) in values.iter().zip(&cells) {
-            text.push_str(&format!("{:>first$}{cell:>second$} {name}\n", " "));
-        }
-        text.push('\n');
-    }
-    out.write_all(text.as_bytes())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -694,21 +488,6 @@ mod tests {
         );
         assert!(!e.contains('\n'));
         assert!(TagFilter::parse("tagfocus", "").is_err());
-    }
-
-    #[test]
-    fn scaling_as_go_measurement() {
-        assert_eq!(
-            scale(770_000_000, "nanoseconds", "minimum"),
-            (770.0, "ms".to_string())
-        );
-        assert_eq!(scale(77, "count", "minimum"), (77.0, String::new()));
-        assert_eq!(scale(0, "nanoseconds", "minimum"), (0.0, "s".to_string()));
-        assert_eq!(scaled_label(4096, "bytes", "auto"), "4kB");
-        assert_eq!(scaled_label(1536, "bytes", "auto"), "1.50kB");
-        assert_eq!(scaled_label(1234, "thread_id", "auto"), "1234");
-        assert_eq!(scaled_label(0, "bytes", "auto"), "0");
-        assert_eq!(scaled_label(-2048, "b", "auto"), "-2kB");
     }
 
     #[test]

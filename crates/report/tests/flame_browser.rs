@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cpuprof_report::flame::{write_flame, FlameInput, FlameOptions, FlameOrientation};
+use cpuprof_report::output::flame::{write_flame, FlameInput, FlameOptions, FlameOrientation};
 use serde_json::Value;
 
 const CHROMIUM: &str = "chromium";

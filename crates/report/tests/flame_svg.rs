@@ -1,7 +1,7 @@
 //! The static SVG and the HTML page of the flame graph: valid XML, every
 //! frame at the width derived by hand, byte-identical output.
 
-use cpuprof_report::flame::{
+use cpuprof_report::output::flame::{
     render, write_flame, FlameFormat, FlameInput, FlameOptions, FlameOrientation, FrameTree,
 };
 

@@ -1,7 +1,7 @@
 //! Properties of the merged frame tree on random stacks, checked against a
 //! brute-force sum over the input.
 
-use cpuprof_report::flame::{FlameInput, FrameTree};
+use cpuprof_report::output::flame::{FlameInput, FrameTree};
 use proptest::prelude::*;
 
 /// Stacks over a small alphabet, so that paths share prefixes and merge.

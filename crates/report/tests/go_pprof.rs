@@ -21,7 +21,8 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use cpuprof_profile::Profile;
-use cpuprof_report::{text, tree, Graph, Options, Stacks};
+use cpuprof_report::output::{text, tree};
+use cpuprof_report::{Graph, Options, Stacks};
 use cpuprof_testkit::{
     build_spin, compile, libprofiler, profile_with_libprofiler, require_tool, run_stdout,
     vdso_frame, workload, TempDir,

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use cpuprof_profile::gmon;
-use cpuprof_report::gprof::{write_report, GprofSymbols};
+use cpuprof_report::executable::GprofSymbols;
+use cpuprof_report::output::gprof::write_report;
 
 fn require_tool(name: &str) -> bool {
     let found = Command::new("sh")

@@ -4,11 +4,13 @@
 //! edge present.
 mod support;
 
-use cpuprof_report::layout::{
+use cpuprof_report::output::svg::layout::{
     layout, text_width, Align, EdgeSpec, Layout, LayoutGraph, LayoutOptions, NodeSpec, PathSegment,
     TextLine, LINE_HEIGHT,
 };
-use cpuprof_report::svg::{layout_graph, render_svg, GraphPicture, PictureEdge, PictureNode};
+use cpuprof_report::output::svg::{
+    layout_graph, render_svg, GraphPicture, PictureEdge, PictureNode,
+};
 use support::synthetic::call_graph;
 
 /// DejaVu Sans' descent below the baseline, in em.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cpuprof_report::svg::{render_svg, GraphPicture};
+use cpuprof_report::output::svg::{render_svg, GraphPicture};
 use cpuprof_testkit::{require_tool, TempDir};
 use support::synthetic::call_graph;
 

@@ -2,7 +2,8 @@
 //! derived by hand from pprof's rules.
 
 use cpuprof_profile::{cpu_sample_types, Function, Line, Profile, ProfileBuilder};
-use cpuprof_report::{text, Granularity, Graph, Options, Stacks};
+use cpuprof_report::output::text;
+use cpuprof_report::{Granularity, Graph, Options, Stacks};
 use regex::Regex;
 
 /// Locations (address → inline chain of (function, line), innermost first).

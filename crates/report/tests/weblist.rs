@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use cpuprof_report::{disasm, listing, weblist, Granularity, Options, Stacks};
+use cpuprof_report::output::{listing, weblist};
+use cpuprof_report::{instructions, lines, Granularity, Options, Stacks};
 use cpuprof_testkit::{compile, libprofiler, profile_with_libprofiler, require_tool, workload};
 use regex::Regex;
 
@@ -20,7 +21,7 @@ use regex::Regex;
 struct Built {
     page: String,
     text: String,
-    disassemblies: Vec<disasm::Disassembly>,
+    disassemblies: Vec<instructions::Disassembly>,
 }
 
 fn build(re: &str) -> Option<Built> {
@@ -54,8 +55,8 @@ fn build(re: &str) -> Option<Built> {
             ..Options::default()
         },
     );
-    let mut listings = listing::listings(&at_lines, &re, false);
-    listing::extend_from_binaries(&mut listings, &at_lines, &binaries);
+    let mut listings = lines::listings(&at_lines, &re, false);
+    lines::extend_from_binaries(&mut listings, &at_lines, &binaries);
     let at_addresses = Stacks::build(
         &profile,
         &Options {
@@ -63,7 +64,7 @@ fn build(re: &str) -> Option<Built> {
             ..Options::default()
         },
     );
-    let disassemblies = disasm::disassemble(&at_addresses, &re, false, &binaries).unwrap();
+    let disassemblies = instructions::disassemble(&at_addresses, &re, false, &binaries).unwrap();
 
     let mut sources = cpuprof_report::source::SourceFiles::new(None, None);
     let mut text = Vec::new();

@@ -642,7 +642,7 @@ fn percent(value: i64, total: i64) -> String {
 }
 
 /// Escapes text for HTML: the listing page's escaper.
-pub use cpuprof_report::weblist::escape;
+pub use cpuprof_report::output::weblist::escape;
 
 #[cfg(test)]
 mod tests {

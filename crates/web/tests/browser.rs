@@ -186,7 +186,7 @@ fn every_view_in_chromium() {
             .contains("coloured: significant changes"),
         "{seen:#}"
     );
-    // The graph: the server's colours (cpuprof_report::svg's constants).
+    // The graph: the server's colours (cpuprof_report::change's constants).
     let graph = &seen["diff_graph"];
     let node = |name: &str| {
         (

@@ -329,7 +329,7 @@ pub fn our_report_with(profile: &Path, options: &cpuprof_report::Options) -> Tex
     let stacks = cpuprof_report::Stacks::build(&parsed, options);
     let graph = cpuprof_report::Graph::build(&stacks, false);
     let mut out = Vec::new();
-    cpuprof_report::text::write(&mut out, &stacks, &graph, options).unwrap();
+    cpuprof_report::output::text::write(&mut out, &stacks, &graph, options).unwrap();
     TextReport::parse(&String::from_utf8(out).unwrap())
 }
 

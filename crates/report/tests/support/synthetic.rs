@@ -2,8 +2,8 @@
 //! fan-out that narrows with depth, shared callees, recursion, long C++
 //! names), for layout tests and benchmarks.
 
-use cpuprof_report::layout::{Align, TextLine};
-use cpuprof_report::svg::{GraphPicture, PictureEdge, PictureNode};
+use cpuprof_report::output::svg::layout::{Align, TextLine};
+use cpuprof_report::output::svg::{GraphPicture, PictureEdge, PictureNode};
 
 /// xorshift64*: a fixed sequence for a fixed seed.
 pub struct Rng(u64);

@@ -16,7 +16,7 @@
 //!
 //! Unlike Go pprof, which prints one block per sample of the profile,
 //! samples with the same frames are summed into one block (the stacks are
-//! those of [`crate::collapsed`]); blocks are sorted by value, largest
+//! those of [`crate::distinct`]); blocks are sorted by value, largest
 //! first, then as `--collapsed` sorts them. Values are the report's (sample
 //! counts for gperftools profiles), not converted to time.
 //!
@@ -29,10 +29,10 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use crate::collapsed::{compare_stacks, distinct_stacks, name_ranks, DistinctStack};
+use crate::distinct::{compare_stacks, distinct_stacks, name_ranks, DistinctStack};
+use crate::measure::unit_word;
 use crate::stacks::{FrameId, Stacks};
 use crate::tags::{trace_lines, LabelFormat, TagOptions};
-use crate::text::unit_word;
 
 /// The separator line between stacks, as Go pprof prints it.
 pub const SEPARATOR: &str = "-----------+-------------------------------------------------------";
@@ -103,7 +103,12 @@ pub fn write_labelled(
             profile.period, profile.period_type.kind, profile.period_type.unit
         )?;
     }
-    writeln!(out, "Total: {} {}", stacks.total, unit_word(stacks))?;
+    writeln!(
+        out,
+        "Total: {} {}",
+        stacks.total,
+        unit_word(&stacks.sample_type)
+    )?;
     let distinct = labelled_stacks(stacks, tags);
     // Lines are built in a buffer: a big profile has millions of frames.
     let mut text = String::with_capacity(1 << 16);

@@ -39,8 +39,8 @@ use std::str::FromStr;
 
 use rustc_hash::FxHashMap;
 
+use crate::measure::unit_word;
 use crate::stacks::Stacks;
-use crate::text::unit_word;
 
 pub use tree::{FrameNode, FrameTree};
 
@@ -175,7 +175,7 @@ impl FlameInput {
 /// expanded in parallel chunks, added in their order.
 pub fn input_from_stacks(title: &str, stacks: &Stacks, base: Option<&Stacks>) -> FlameInput {
     use rayon::prelude::*;
-    let mut input = FlameInput::new(title, &unit_word(stacks), stacks.grand_total);
+    let mut input = FlameInput::new(title, &unit_word(&stacks.sample_type), stacks.grand_total);
     let mut names: Vec<&str> = stacks
         .frames
         .iter()

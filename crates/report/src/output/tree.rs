@@ -32,13 +32,13 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use crate::callgraph::DEFAULT_NODECOUNT;
 use regex::Regex;
 
-use crate::graph::{Edge, Graph};
+use crate::callgraph::DEFAULT_NODECOUNT;
+use crate::graph::{percent_base, rows, Edge, Graph, Row};
+use crate::measure::{percentage, unit_word, Percentage};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
-use crate::text::{percent_base, rows, unit_word, Row};
 
 /// The separator line between nodes.
 pub const SEPARATOR: &str =
@@ -149,7 +149,7 @@ fn summary(out: &mut dyn Write, stacks: &Stacks, shown_flat: i64, total: i64) ->
         out,
         "Showing nodes accounting for {shown_flat}, {} of {total} {} total",
         percentage(shown_flat, total).trim_start(),
-        unit_word(stacks),
+        unit_word(&stacks.sample_type),
     )
 }
 
@@ -256,81 +256,9 @@ fn edge_line(s: &mut String, weight: i64, cum: i64, name: &str) {
     s.push('\n');
 }
 
-/// [`percentage`] as a `Display`, for formatting in place.
-struct Percentage(i64, i64);
-
-impl std::fmt::Display for Percentage {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let ratio = ratio(self.0, self.1);
-        if (99.95..=100.05).contains(&ratio) {
-            f.write_str("  100%")
-        } else if ratio >= 1.0 {
-            write!(f, "{ratio:5.2}%")
-        } else {
-            write!(f, "{:>5}%", go_g2(ratio))
-        }
-    }
-}
-
-fn ratio(value: i64, total: i64) -> f64 {
-    if total != 0 {
-        (value as f64 / total as f64).abs() * 100.0
-    } else {
-        0.0
-    }
-}
-
-/// A percentage as Go pprof's `measurement.Percentage` prints it.
-pub fn percentage(value: i64, total: i64) -> String {
-    Percentage(value, total).to_string()
-}
-
 /// A cutoff as Go prints a value: up to two decimals, trailing zeros
 /// dropped (`6.36`, `6`).
 fn go_g4(x: f64) -> String {
     let s = format!("{x:.2}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
-}
-
-/// Go's `%.2g` of a non-negative value below 1: two significant digits,
-/// without trailing zeros (`0`, `0.5`, `0.012`, `1e-05`).
-fn go_g2(x: f64) -> String {
-    if x == 0.0 {
-        return "0".to_string();
-    }
-    let exponent = x.log10().floor() as i32;
-    // Round to two significant digits first: the exponent may move.
-    let scale = 10f64.powi(1 - exponent);
-    let rounded = (x * scale).round() / scale;
-    let exponent = rounded.log10().floor() as i32;
-    if exponent < -4 {
-        let mantissa = rounded / 10f64.powi(exponent);
-        let m = format!("{mantissa:.1}");
-        let m = m.trim_end_matches('0').trim_end_matches('.');
-        return format!("{m}e-{:02}", -exponent);
-    }
-    let decimals = (1 - exponent).max(0) as usize;
-    let s = format!("{rounded:.decimals$}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
-    } else {
-        s
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::percentage;
-
-    #[test]
-    fn percentages_as_go_prints_them() {
-        assert_eq!(percentage(1, 1), "  100%");
-        assert_eq!(percentage(57, 100), "57.00%");
-        assert_eq!(percentage(5, 1000), "  0.5%");
-        assert_eq!(percentage(12, 100_000), "0.012%");
-        assert_eq!(percentage(0, 10), "    0%");
-        assert_eq!(percentage(3, 0), "    0%");
-        assert_eq!(percentage(1, 3), "33.33%");
-        assert_eq!(percentage(1, 10_000_000), "1e-05%");
-    }
 }

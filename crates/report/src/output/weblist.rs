@@ -2,7 +2,7 @@
 //! with each source line's instructions under it.
 //!
 //! Per function: a header (its name, its source file, its flat and cum),
-//! then a table of the lines [`crate::listing::write`] prints (the function
+//! then a table of the lines [`crate::output::listing::write`] prints (the function
 //! with five lines of context either side): line number, flat, cum and the
 //! source text. Lines with samples are tinted in proportion to their cum
 //! (their share of the function's cum); each of them that has
@@ -11,7 +11,7 @@
 //! starts open.
 //!
 //! The instructions of a line are those of the given disassemblies
-//! ([`crate::disasm::disassemble`] of the same functions) whose innermost
+//! ([`crate::instructions::disassemble`] of the same functions) whose innermost
 //! source line is that line of the listing's file: the same attribution
 //! as the listing's flat (an inlined callee's instructions go to the
 //! callee's lines). Without disassemblies (no binary), lines show their
@@ -25,8 +25,9 @@ use std::io::{self, Write};
 
 use rustc_hash::FxHashMap;
 
-use crate::disasm::{Disassembly, Instruction};
-use crate::listing::{count, Listing, CONTEXT};
+use crate::instructions::{Disassembly, Instruction};
+use crate::lines::{Listing, CONTEXT};
+use crate::measure::count;
 use crate::source::SourceFiles;
 
 /// The page's style sheet.

@@ -18,10 +18,12 @@
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::escape::push_json_string;
 use crate::graph::Graph;
+use crate::graph::{percent_base, rows};
+use crate::measure::unit_word;
 use crate::options::Options;
 use crate::stacks::Stacks;
-use crate::text::{percent_base, rows, unit_word};
 
 /// The schema name written in every report.
 pub const SCHEMA: &str = "cpuprof-report/1";
@@ -58,7 +60,7 @@ pub fn write_with(
         ",\"total\":{},\"shown_total\":{shown_total},\"unit\":",
         stacks.grand_total
     );
-    string(&mut s, &unit_word(stacks));
+    string(&mut s, &unit_word(&stacks.sample_type));
     s.push_str(",\"sample_type\":{\"type\":");
     string(&mut s, &stacks.sample_type.kind);
     s.push_str(",\"unit\":");
@@ -139,7 +141,7 @@ fn percent(s: &mut String, value: i64, total: i64) {
         s.push_str("null");
         return;
     }
-    let text = crate::text::percent(value, total);
+    let text = crate::measure::percent(value, total);
     let number = text.trim_end_matches('%');
     // `-0.0` is valid JSON, and so is every `%.1f` of a finite value.
     s.push_str(number);
@@ -147,32 +149,7 @@ fn percent(s: &mut String, value: i64, total: i64) {
 
 /// A JSON string literal.
 fn string(s: &mut String, text: &str) {
-    push_string(s, text, false);
-}
-
-/// Appends `text` as a JSON string literal. `in_script`: also escapes
-/// `<`, `>`, `&` and the line separators U+2028/U+2029, so that the
-/// literal can sit inside an HTML `<script>` element (the flame page)
-/// without closing it or breaking the script.
-pub(crate) fn push_string(s: &mut String, text: &str, in_script: bool) {
-    s.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            '<' | '>' | '&' | '\u{2028}' | '\u{2029}' if in_script => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
+    push_json_string(s, text, false);
 }
 
 #[cfg(test)]

@@ -177,7 +177,7 @@ const NODES_PER_PART: usize = 1 << 16;
 
 /// A JSON string that cannot end the page's `<script>` element.
 fn json_string(out: &mut String, text: &str) {
-    crate::json::push_string(out, text, true);
+    crate::escape::push_json_string(out, text, true);
 }
 
 #[cfg(test)]

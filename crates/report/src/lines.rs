@@ -1,16 +1,6 @@
-//! `--list=RE`: annotated source of every function whose name matches
-//! RE, in perl pprof's layout:
-//!
-//! ```text
-//! ROUTINE ====================== burn_b in /src/spin.c
-//!    166    167 Total samples (flat / cumulative)
-//!      .      .   39: }
-//! ---
-//!      .      .   40: __attribute__((noinline)) double burn_b(double s) {
-//!      .      1   42:     while (cpu_now() < end)
-//!    166    166   43:         for (int i = 0; i < 100000; i++) x = ...;
-//! ---
-//! ```
+//! Source lines annotated with values: the [`Listing`] of each function
+//! that `--list` ([`crate::output::listing`]) and `--weblist`
+//! ([`crate::output::weblist`]) print.
 //!
 //! Lines are the function's own, inline chains included: a sample's flat
 //! goes to the line of its innermost frame (an inlined callee's lines go
@@ -22,18 +12,16 @@
 //! five lines of context on either side, as perl pprof prints it.
 
 use std::collections::BTreeMap;
-use std::io::{self, Write};
 
 use regex::Regex;
 use rustc_hash::FxHashMap;
 
 use crate::names;
 use crate::options::Granularity;
-use crate::source::SourceFiles;
 use crate::stacks::Stacks;
 
 /// Lines of context printed before and after a function.
-pub(crate) const CONTEXT: i64 = 5;
+pub const CONTEXT: i64 = 5;
 
 /// The annotated lines of one function.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -215,97 +203,4 @@ pub fn extend_from_binaries(
             }
         }
     }
-}
-
-/// A count as perl pprof prints it in listings: `.` for zero.
-pub(crate) fn count(value: i64) -> String {
-    if value == 0 {
-        ".".to_string()
-    } else {
-        value.to_string()
-    }
-}
-
-/// Writes `listings` with their source text (found through `sources`);
-/// `unit` is the word after `Total` (`samples`). A source file that cannot
-/// be found gives a note and the numbered lines that have samples.
-pub fn write(
-    out: &mut dyn Write,
-    listings: &[Listing],
-    unit: &str,
-    sources: &mut SourceFiles,
-) -> io::Result<()> {
-    for listing in listings {
-        writeln!(
-            out,
-            "ROUTINE ====================== {} in {}",
-            listing.name,
-            if listing.file.is_empty() {
-                "??"
-            } else {
-                &listing.file
-            }
-        )?;
-        writeln!(
-            out,
-            "{:>6} {:>6} Total {unit} (flat / cumulative)",
-            count(listing.flat),
-            count(listing.cum)
-        )?;
-        let (first, last) = listing.range();
-        let text = sources.lines(&listing.file);
-        let row = |out: &mut dyn Write, line: i64, text: &str| -> io::Result<()> {
-            let (flat, cum) = listing.lines.get(&line).copied().unwrap_or_default();
-            // perl's "%6s %6s %4d: %s", trailing space included.
-            writeln!(
-                out,
-                "{:>6} {:>6} {line:>4}: {text}",
-                count(flat),
-                count(cum)
-            )
-        };
-        match text {
-            Some(text) if first > 0 => {
-                let shown_first = (first - CONTEXT).max(1);
-                let shown_last = (last + CONTEXT).min(text.len() as i64);
-                for line in shown_first..=shown_last {
-                    if line == first {
-                        writeln!(out, "---")?;
-                    }
-                    row(out, line, &text[(line - 1) as usize])?;
-                    if line == last {
-                        writeln!(out, "---")?;
-                    }
-                }
-                // Lines past the end of the file (a stale source).
-                for (&line, _) in listing.lines.range(shown_last + 1..) {
-                    row(out, line, "(past the end of the source file)")?;
-                }
-            }
-            _ => {
-                if !listing.file.is_empty() {
-                    writeln!(
-                        out,
-                        "(source file {} not found: see --source_path and --trim_path)",
-                        listing.file
-                    )?;
-                }
-                // Only the lines with samples: without the text, the
-                // others say nothing.
-                for (&line, _) in listing.lines.range(1..) {
-                    row(out, line, "")?;
-                }
-            }
-        }
-        if listing.lines.contains_key(&0) {
-            let (flat, cum) = listing.lines[&0];
-            writeln!(
-                out,
-                "{:>6} {:>6}   ??: (no line information)",
-                count(flat),
-                count(cum)
-            )?;
-        }
-    }
-    Ok(())
 }

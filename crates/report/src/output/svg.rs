@@ -1,4 +1,4 @@
-//! The call graph as a standalone SVG drawing, laid out by [`crate::layout`]
+//! The call graph as a standalone SVG drawing, laid out by [`layout`]
 //! (no Graphviz needed).
 //!
 //! The input is a [`GraphPicture`]: boxes with their label lines and font
@@ -15,7 +15,13 @@
 use std::fmt::{self, Write as _};
 use std::io::{self, Write};
 
-use crate::layout::{
+use crate::callgraph::CallGraph;
+use crate::change::NodeChange;
+use crate::measure::percent;
+
+pub mod layout;
+
+use layout::{
     layout, text_width, Align, EdgeSpec, LayoutGraph, LayoutOptions, NodeSpec, PathSegment,
     PlacedText, Point, TextLine, BASELINE, FONT_FAMILY, LINE_HEIGHT,
 };
@@ -35,52 +41,6 @@ pub struct PictureNode {
     /// its share (`None` outside a diff).
     pub change: Option<NodeChange>,
 }
-
-/// A node's change of share between a base and a new profile, as a diff
-/// colours it: only significant changes are coloured.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum NodeChange {
-    /// Its share grew significantly: red.
-    Grew,
-    /// Its share shrank significantly: green.
-    Shrank,
-    /// Not a significant change: neutral grey.
-    Noise,
-}
-
-impl NodeChange {
-    /// The word for it, also the node's class in the SVG (`grew`,
-    /// `shrank`, `noise`).
-    pub fn name(self) -> &'static str {
-        match self {
-            NodeChange::Grew => "grew",
-            NodeChange::Shrank => "shrank",
-            NodeChange::Noise => "noise",
-        }
-    }
-
-    /// Fill and border colours of a node with this change.
-    pub fn colors(self) -> (&'static str, &'static str) {
-        match self {
-            NodeChange::Grew => (GREW_FILL, GREW_STROKE),
-            NodeChange::Shrank => (SHRANK_FILL, SHRANK_STROKE),
-            NodeChange::Noise => (NOISE_FILL, NOISE_STROKE),
-        }
-    }
-}
-
-/// Colours of a diff's nodes: red grew, green shrank, grey noise.
-pub const GREW_FILL: &str = "#ff9c9c";
-/// Border of a node that grew.
-pub const GREW_STROKE: &str = "#b71c1c";
-/// Fill of a node that shrank.
-pub const SHRANK_FILL: &str = "#9fdf9f";
-/// Border of a node that shrank.
-pub const SHRANK_STROKE: &str = "#1b5e20";
-/// Fill of a node whose change is not significant.
-pub const NOISE_FILL: &str = "#eeeeee";
-/// Border of a node whose change is not significant.
-pub const NOISE_STROKE: &str = "#9e9e9e";
 
 /// An edge of the picture.
 #[derive(Clone, Debug, PartialEq)]
@@ -112,6 +72,78 @@ pub struct GraphPicture {
     pub nodes: Vec<PictureNode>,
     /// Edges.
     pub edges: Vec<PictureEdge>,
+}
+
+/// The picture of a trimmed call graph.
+pub fn picture(graph: &CallGraph) -> GraphPicture {
+    let total = graph.local_total as f64;
+    let share = |value: i64| {
+        if total != 0.0 {
+            value as f64 / total
+        } else {
+            0.0
+        }
+    };
+    GraphPicture {
+        title: graph.title(),
+        legend: graph.legend(),
+        nodes: graph
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let mut lines: Vec<TextLine> = CallGraph::name_lines(&node.name)
+                    .into_iter()
+                    .map(|text| TextLine {
+                        text,
+                        align: Align::Center,
+                    })
+                    .collect();
+                lines.extend(graph.value_lines(node).into_iter().map(|text| TextLine {
+                    text,
+                    align: Align::Right,
+                }));
+                let mut tooltip = format!(
+                    "{} | flat {} ({}) | cum {} ({})",
+                    node.name,
+                    node.flat,
+                    percent(node.flat, graph.local_total),
+                    node.cum,
+                    percent(node.cum, graph.local_total)
+                );
+                if let Some(intervals) = graph.node_intervals.get(i) {
+                    tooltip.push_str(" | ");
+                    tooltip.push_str(intervals);
+                }
+                PictureNode {
+                    name: tooltip,
+                    lines,
+                    font_size: graph.font_size(node),
+                    cum_fraction: share(node.cum),
+                    change: graph.node_changes.get(i).copied(),
+                }
+            })
+            .collect(),
+        edges: graph
+            .edges
+            .iter()
+            .map(|edge| PictureEdge {
+                from: edge.caller,
+                to: edge.callee,
+                weight: edge.weight.abs() as f64,
+                label: edge.weight.to_string(),
+                fraction: share(edge.weight),
+                dashed: edge.inlined,
+                tooltip: format!(
+                    "{} -> {} ({} {})",
+                    graph.nodes[edge.caller].name,
+                    graph.nodes[edge.callee].name,
+                    edge.weight,
+                    graph.unit
+                ),
+            })
+            .collect(),
+    }
 }
 
 /// Font size of edge labels (Graphviz's default, which pprof keeps).
@@ -425,6 +457,7 @@ pub fn escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::change::{GREW_FILL, NOISE_FILL, SHRANK_FILL};
 
     #[test]
     fn numbers_are_compact_and_never_negative_zero() {
