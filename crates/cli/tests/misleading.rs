@@ -347,3 +347,64 @@ fn a_profile_window_ended_by_the_program_s_exit_says_so() {
     );
     assert!(!err.contains("Peer disconnected"), "{err}");
 }
+
+#[test]
+fn a_report_with_nothing_left_says_which_filter_removed_everything() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let profile = dir.path().join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    let run = |args: &[&str], inputs: &[&Path]| {
+        let out = cpuprof()
+            .arg("report")
+            .args(args)
+            .args(inputs)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        texts(&out)
+    };
+    let (out, err, status) = run(&["--text", "--focus=no_such_function"], &[&prog, &profile]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.starts_with("Total:"), "{out}");
+    assert!(
+        err.contains("cpuprof: note: focus=no_such_function matches none of the ")
+            && err.contains(" samples: nothing left to show"),
+        "{err}"
+    );
+    let (_, err, status) = run(&["--dot", "--ignore=main"], &[&prog, &profile]);
+    assert_eq!(status, 1);
+    assert!(
+        err.contains("no nodes to print: ignore=main removes all of the "),
+        "{err}"
+    );
+    // A focus that matches, then an ignore that removes what it kept.
+    let (_, err, _) = run(
+        &["--text", "--focus=burn_a", "--ignore=recurse"],
+        &[&prog, &profile],
+    );
+    assert!(err.contains("ignore=recurse removes all of the "), "{err}");
+    // A profile without samples (a header, the trailer, no records).
+    let mut empty: Vec<u8> = [0u64, 3, 0, 1000, 0, 0, 1, 0]
+        .iter()
+        .flat_map(|s| s.to_le_bytes())
+        .collect();
+    empty.extend_from_slice(b"00400000-00401000 r-xp 00000000 00:00 0 /bin/x\n");
+    let path = dir.path().join("empty.prof");
+    std::fs::write(&path, empty).unwrap();
+    let (_, err, status) = run(&["--text"], &[&path]);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("cpuprof: note: the profile has no samples"),
+        "{err}"
+    );
+    let (_, err, status) = run(&["--dot"], &[&path]);
+    assert_eq!(status, 1);
+    assert!(
+        err.contains("no nodes to print: the profile has no samples"),
+        "{err}"
+    );
+}
