@@ -740,7 +740,7 @@ fn a_c_program_links_with_lcpuprof_as_the_readme_says() {
     let pkg =
         "$(pkg-config --cflags --libs cpuprof) -Wl,-rpath,$(pkg-config --variable=libdir cpuprof)";
     ours(
-        &sh(&format!("cc -M api.c $(pkg-config --cflags cpuprof)")),
+        &sh("cc -M api.c $(pkg-config --cflags cpuprof)"),
         &prefix.join("include/cpuprof/gperftools/profiler.h"),
     );
     let tree = format!(
