@@ -251,7 +251,12 @@ fn shape(line: &str) -> String {
     let number =
         regex::Regex::new(r"0x[0-9a-f]+|[-+]?[0-9]+(\.[0-9]+)?%?|[-+]?inf%?|nan%?").unwrap();
     let replaced = number.replace_all(line, "#");
-    replaced.split_whitespace().collect::<Vec<_>>().join(" ")
+    // A change's mark (`*` significant, `~` noise) is up to sampling too.
+    replaced
+        .split_whitespace()
+        .map(|w| if w == "*" || w == "~" { "*~" } else { w })
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Functions whose rows a transcript may show or not, as sampling has it
@@ -777,10 +782,11 @@ fn a_c_program_links_with_lcpuprof_as_the_readme_says() {
                 "{} report --text ./{binary} {profile}",
                 cpuprof.display()
             ));
-            assert!(
-                report.lines().nth(1).is_some_and(|l| l.ends_with("burn_a")),
-                "{recipe}: {binary}: {report}"
-            );
+            // Names from the program (at 100 Hz, 30 samples: which of
+            // burn_a and burn_b is on top is up to sampling).
+            for name in ["burn_a", "burn_b", "work"] {
+                assert!(report.contains(name), "{recipe}: {binary}: {report}");
+            }
         }
     }
 }
