@@ -98,6 +98,31 @@ const STT_FUNC: u8 = 2;
 const STT_GNU_IFUNC: u8 = 10;
 const NT_GNU_BUILD_ID: u32 = 3;
 
+/// The GNU build id of the ELF-64 file at `path`, in hex: its `PT_NOTE`
+/// segments only (no symbol table read).
+pub(crate) fn build_id_of(path: &str) -> Option<String> {
+    let file = File::open(path).ok()?;
+    let header = read_at(&file, 0, 64)?;
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    let phoff = u64_at(&header, 0x20)?;
+    let phentsize = u16_at(&header, 0x36)? as u64;
+    let phnum = (u16_at(&header, 0x38)? as usize).min(MAX_HEADERS);
+    if phentsize < 56 {
+        return None;
+    }
+    let table = read_at(&file, phoff, phentsize * phnum as u64)?;
+    (0..phnum).find_map(|i| {
+        let ph = &table[i * phentsize as usize..];
+        if u32_at(ph, 0)? != PT_NOTE {
+            return None;
+        }
+        let (offset, filesz) = (u64_at(ph, 8)?, u64_at(ph, 32)?);
+        build_id_in_notes(&read_at(&file, offset, filesz.min(1 << 16))?)
+    })
+}
+
 impl ObjectFile {
     /// Reads an ELF-64 little-endian object (None for anything else).
     pub(crate) fn read(path: &str) -> Option<ObjectFile> {

@@ -45,7 +45,42 @@ pub(crate) fn encode(
     for slot in [0, 1, 0] {
         put(&mut out, slot);
     }
-    out.extend_from_slice(maps_with_unloaded(maps, maps_seen).as_bytes());
+    out.extend_from_slice(with_build_ids(&maps_with_unloaded(maps, maps_seen)).as_bytes());
+    out
+}
+
+/// `maps` with, after each executable mapping of a file, a line giving
+/// the file's build id, so that a reader can tell another build of the
+/// file from the one that ran: `LIMIT-LIMIT r-xp PATH (@OFFSET) BUILDID`,
+/// an empty mapping continuing the one before. Why that spelling (perl
+/// pprof skips it; Go pprof merges it into the mapping before, keeping
+/// the id): `cpuprof_profile::gperftools::build_id_line`, which writes
+/// the same line for `cpuprof convert`.
+fn with_build_ids(maps: &str) -> String {
+    let mut ids: FxHashMap<&str, Option<String>> = FxHashMap::default();
+    let mut out = String::with_capacity(maps.len() + 1024);
+    for line in maps.lines() {
+        out.push_str(line);
+        out.push('\n');
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        let (Some((start, end)), [_, perms, offset, _, _, path]) = (range_of(line), &fields[..])
+        else {
+            continue;
+        };
+        let Ok(offset) = u64::from_str_radix(offset, 16) else {
+            continue;
+        };
+        if perms.as_bytes().get(2) != Some(&b'x') || !path.starts_with('/') {
+            continue;
+        }
+        let id = ids
+            .entry(path)
+            .or_insert_with(|| crate::symbols::build_id_of(path));
+        if let Some(id) = id {
+            let at = offset + (end - start);
+            out.push_str(&format!("{end:08x}-{end:08x} r-xp {path} (@{at:x}) {id}\n"));
+        }
+    }
     out
 }
 

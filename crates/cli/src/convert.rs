@@ -148,7 +148,9 @@ fn write(
             f.flush()?;
         }
         Target::Gmon => {
-            let (file, dropped) = gmon::from_profile(profile);
+            let (linked, other_objects) = executable_at_link_time(profile, symbolizer)?;
+            notes.extend(other_objects);
+            let (file, dropped) = gmon::from_profile(&linked);
             notes.extend(dropped);
             let mut f = create(out)?;
             gmon::write(&file, &mut f)?;
@@ -168,6 +170,129 @@ fn write(
         }
     }
     Ok(notes)
+}
+
+/// For gmon.out, which describes one executable at its link-time
+/// addresses (glibc writes a PIE's link-relative addresses): the
+/// executable's samples with their addresses moved to link time, the
+/// samples of other objects (shared libraries, the vDSO) dropped and
+/// counted. A profile without mappings (gmon.out, DCPI) already has
+/// link-time addresses and is kept as it is.
+fn executable_at_link_time(
+    profile: &Profile,
+    symbolizer: &cpuprof_symbolize::Symbolizer,
+) -> Result<(Profile, Option<String>)> {
+    use cpuprof_symbolize::Kind;
+    if profile.mappings.is_empty() {
+        return Ok((profile.clone(), None));
+    }
+    let binaries = symbolizer.binaries_for(profile);
+    let is_executable = |i: usize| {
+        profile.mappings[i].is_executable()
+            && binaries[i].as_ref().is_some_and(|b| {
+                matches!(
+                    b.kind(),
+                    Kind::Executable | Kind::PositionIndependentExecutable
+                )
+            })
+    };
+    let Some(main) = (0..profile.mappings.len()).find(|&i| is_executable(i)) else {
+        let path = profile
+            .mappings
+            .iter()
+            .find(|m| m.is_executable() && m.path.starts_with('/'))
+            .map_or("the profiled program", |m| m.path.as_str());
+        bail!(
+            "gmon.out holds the executable's link-time addresses: {path} cannot be read; give the executable among the inputs"
+        );
+    };
+    let executable = binaries[main].clone().expect("checked above");
+    let main_path = profile.mappings[main].path.clone();
+    // Each location of the executable at its link-time address.
+    let mut linked = profile.clone();
+    let mut link_address: Vec<Option<u64>> = vec![None; profile.locations.len()];
+    for (l, location) in profile.locations.iter().enumerate() {
+        let mapping = location
+            .mapping
+            .map(|m| &profile.mappings[m.index()])
+            .or_else(|| {
+                profile
+                    .mappings
+                    .iter()
+                    .find(|m| m.contains(location.address))
+            });
+        if let Some(m) = mapping.filter(|m| m.path == main_path) {
+            link_address[l] = executable.runtime_to_file(m, location.address);
+        }
+    }
+    let samples_index = profile.sample_index("samples");
+    let value_index = profile.default_sample_index();
+    let count_of = |s: &cpuprof_profile::model::Sample| -> i64 {
+        match samples_index {
+            Some(i) => s.values.get(i).copied().unwrap_or(0),
+            None => {
+                let v = s.values.get(value_index).copied().unwrap_or(0);
+                if profile.period > 0
+                    && profile.sample_types.get(value_index) == Some(&profile.period_type)
+                {
+                    v / profile.period
+                } else {
+                    v
+                }
+            }
+        }
+    };
+    let mut dropped = 0i64;
+    let mut objects: Vec<String> = Vec::new();
+    linked.samples.retain(|s| {
+        let keep = s
+            .locations
+            .first()
+            .is_some_and(|l| link_address[l.index()].is_some());
+        if !keep {
+            dropped += count_of(s).max(0);
+            if let Some(m) = s.locations.first().and_then(|&l| {
+                let location = profile.location(l);
+                location
+                    .mapping
+                    .map(|m| &profile.mappings[m.index()])
+                    .or_else(|| {
+                        profile
+                            .mappings
+                            .iter()
+                            .find(|m| m.contains(location.address))
+                    })
+            }) {
+                let name = if m.path.is_empty() {
+                    "anonymous memory".to_string()
+                } else {
+                    m.base_name().to_string()
+                };
+                if !objects.contains(&name) {
+                    objects.push(name);
+                }
+            }
+        }
+        keep
+    });
+    for (l, location) in linked.locations.iter_mut().enumerate() {
+        if let Some(address) = link_address[l] {
+            location.address = address;
+        }
+        location.mapping = None;
+    }
+    linked.mappings.clear();
+    let note = (dropped > 0).then(|| {
+        objects.sort();
+        let shown: Vec<&str> = objects.iter().take(4).map(String::as_str).collect();
+        format!(
+            "{dropped} samples in other objects than the executable {} ({}{}): gmon.out describes one executable",
+            executable.path().display(),
+            shown.join(", "),
+            if objects.len() > shown.len() { ", ..." } else { "" }
+        )
+    });
+    Ok((linked, note))
 }
 
 /// The sample value `flag` names (the profile's default without one), as
@@ -213,9 +338,6 @@ fn gperftools_losses(p: &Profile) -> Vec<String> {
     }
     if !p.functions.is_empty() {
         notes.push("symbol information (function names, files, lines, inline frames): gperftools profiles hold addresses".into());
-    }
-    if p.mappings.iter().any(|m| !m.build_id.is_empty()) {
-        notes.push("mapping build ids".into());
     }
     if !p.comments.is_empty() || p.time_nanos != 0 || p.duration_nanos != 0 {
         notes.push("comments and collection time".into());

@@ -29,7 +29,17 @@ enum Command {
 }
 
 fn main() {
-    let cli = Cli::parse();
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    let cli = match Cli::try_parse_from(&argv) {
+        Ok(cli) => cli,
+        Err(err) => {
+            if let Some(message) = usage_hint(&err, &argv) {
+                eprintln!("cpuprof: {message}");
+                std::process::exit(2);
+            }
+            err.exit()
+        }
+    };
     let result = match cli.command {
         Command::Report(args) => report::run(*args),
         Command::Record(args) => record::run(args),
@@ -55,4 +65,110 @@ fn is_broken_pipe(err: &anyhow::Error) -> bool {
         e.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
     })
+}
+
+/// A one-line message for the argument errors whose clap message leaves
+/// the user guessing: a command given to `record` without `--` before it,
+/// and two flags that conflict through a group (clap lists every member
+/// of the group; this names the two the user gave).
+fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let args: Vec<String> = argv
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let subcommand = args.get(1).map(String::as_str);
+    let given = |flag: &str| -> Option<String> {
+        let name = flag.split(' ').next().unwrap_or(flag);
+        let name = name.split('=').next().unwrap_or(name);
+        let name = name.split('[').next().unwrap_or(name);
+        let name = name.split('<').next().unwrap_or(name);
+        args[2..]
+            .iter()
+            .take_while(|a| a.as_str() != "--")
+            .find(|a| a.as_str() == name || a.starts_with(&format!("{name}=")))
+            .map(|a| a.split('=').next().unwrap_or(a).to_string())
+    };
+    match err.kind() {
+        ErrorKind::UnknownArgument if subcommand == Some("record") => {
+            let Some(ContextValue::String(bad)) = err.get(ContextKind::InvalidArg) else {
+                return None;
+            };
+            if bad.starts_with('-') || args.iter().any(|a| a == "--") {
+                return None;
+            }
+            let at = args.iter().skip(2).position(|a| a == bad)? + 2;
+            let quoted: Vec<String> = args.iter().map(|a| shell_word(a)).collect();
+            Some(format!(
+                "record: unexpected argument '{bad}': the command to profile comes after '--': {} -- {}",
+                ["cpuprof".to_string()]
+                    .iter()
+                    .chain(&quoted[1..at])
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                quoted[at..].join(" ")
+            ))
+        }
+        ErrorKind::ArgumentConflict => {
+            let Some(ContextValue::String(first)) = err.get(ContextKind::InvalidArg) else {
+                return None;
+            };
+            let many = match err.get(ContextKind::PriorArg) {
+                Some(ContextValue::Strings(v)) => v.len() >= 2,
+                _ => false,
+            };
+            if !many {
+                return None;
+            }
+            // Clap lists every member of the group the first flag
+            // conflicts with (and may leave out the one given, or name it
+            // by another alias): name the flags the user typed instead.
+            use clap::CommandFactory;
+            let command = Cli::command();
+            let sub = command.find_subcommand(subcommand?)?;
+            let first_name = first.split([' ', '=', '[', '<']).next().unwrap_or(first);
+            let first_arg = sub
+                .get_arguments()
+                .find(|a| a.get_long().is_some_and(|l| format!("--{l}") == first_name))?;
+            let conflicts = sub.get_arg_conflicts_with(first_arg);
+            let typed = |flag: &str| -> Option<String> {
+                let name = flag.split('=').next().unwrap_or(flag);
+                let long = name.strip_prefix("--")?;
+                let arg = sub.get_arguments().find(|a| {
+                    a.get_long() == Some(long)
+                        || a.get_all_aliases().is_some_and(|v| v.contains(&long))
+                })?;
+                let conflicting = conflicts.iter().any(|c| c.get_id() == arg.get_id())
+                    || sub
+                        .get_arg_conflicts_with(arg)
+                        .iter()
+                        .any(|c| c.get_id() == first_arg.get_id());
+                (arg.get_id() != first_arg.get_id() && conflicting).then(|| name.to_string())
+            };
+            let other = args[2..]
+                .iter()
+                .take_while(|a| a.as_str() != "--")
+                .find_map(|a| typed(a))?;
+            let first = given(first_name).unwrap_or_else(|| first_name.to_string());
+            Some(format!(
+                "{}: {first} cannot be used with {other}",
+                subcommand.unwrap_or("cpuprof")
+            ))
+        }
+        _ => None,
+    }
+}
+
+/// `word` as a shell would need it typed.
+fn shell_word(word: &str) -> String {
+    if !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
+    {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
 }

@@ -128,15 +128,19 @@ pub fn run(args: Args) -> Result<i32> {
 pub fn agent_library() -> Result<PathBuf> {
     let exe = std::env::current_exe().context("cannot locate the cpuprof binary")?;
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let agent = dir.join("libcpuprof.so");
-    if !agent.is_file() {
-        bail!(
-            "{} not found beside {} (build it with `cargo build --release -p cpuprof`)",
-            agent.display(),
-            exe.display()
-        );
+    // Beside the binary (the build tree), else in the library directory
+    // of its prefix (`scripts/install`: PREFIX/bin and PREFIX/lib).
+    let beside = dir.join("libcpuprof.so");
+    let installed = dir.join("../lib/libcpuprof.so");
+    let found = [beside, installed].into_iter().find(|p| p.is_file());
+    match found {
+        Some(agent) => Ok(agent),
+        None => bail!(
+            "libcpuprof.so not found beside {} nor in {} (build it with `cargo build --release -p cpuprof`, install both with scripts/install)",
+            exe.display(),
+            dir.join("../lib").display()
+        ),
     }
-    Ok(agent)
 }
 
 /// Prints the top `nodecount` rows of the text report of `profile`

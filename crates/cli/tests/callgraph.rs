@@ -521,6 +521,7 @@ fn web_prints_the_path_without_a_display_and_opens_browser_with_one() {
     let out = run(cpuprof()
         .env_remove("DISPLAY")
         .env_remove("WAYLAND_DISPLAY")
+        .env_remove("BROWSER")
         .args(["report", "--web", "--layout=builtin", "-o"])
         .arg(&file)
         .arg(&case.binary)
@@ -560,39 +561,48 @@ fn web_prints_the_path_without_a_display_and_opens_browser_with_one() {
         }
     }
 
-    // With a display, $BROWSER gets the file.
-    let browser = dir.path().join("browser.sh");
-    let opened = dir.path().join("opened.txt");
-    std::fs::write(
-        &browser,
-        format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
-    )
-    .unwrap();
-    let executable = <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
-    std::fs::set_permissions(&browser, executable).unwrap();
-    let out = run(cpuprof()
-        .env("DISPLAY", ":99")
-        .env("BROWSER", &browser)
-        .args(["report", "--web", "--layout=builtin"])
-        .arg(&case.binary)
-        .arg(&case.profile));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !opened.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(50));
+    // With a display, $BROWSER gets the file; without one too, when the
+    // user named it (a text browser, a script).
+    for display in [Some(":99"), None] {
+        let browser = dir.path().join("browser.sh");
+        let opened = dir.path().join("opened.txt");
+        let _ = std::fs::remove_file(&opened);
+        std::fs::write(
+            &browser,
+            format!("#!/bin/sh\necho \"$1\" > {}\n", opened.display()),
+        )
+        .unwrap();
+        let executable =
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755);
+        std::fs::set_permissions(&browser, executable).unwrap();
+        let mut command = cpuprof();
+        match display {
+            Some(display) => command.env("DISPLAY", display),
+            None => command.env_remove("DISPLAY").env_remove("WAYLAND_DISPLAY"),
+        };
+        let out = run(command
+            .env("BROWSER", &browser)
+            .args(["report", "--web", "--layout=builtin"])
+            .arg(&case.binary)
+            .arg(&case.profile));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !opened.exists() && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        let shown = std::fs::read_to_string(&opened).expect("the browser was started");
+        let shown = PathBuf::from(shown.trim());
+        assert!(
+            std::fs::read_to_string(&shown).unwrap().contains("<svg"),
+            "{}",
+            shown.display()
+        );
+        let _ = std::fs::remove_file(shown);
     }
-    let shown = std::fs::read_to_string(&opened).expect("the browser was started");
-    let shown = PathBuf::from(shown.trim());
-    assert!(
-        std::fs::read_to_string(&shown).unwrap().contains("<svg"),
-        "{}",
-        shown.display()
-    );
-    let _ = std::fs::remove_file(shown);
 }
 
 #[test]

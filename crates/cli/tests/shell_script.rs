@@ -144,10 +144,6 @@ fn every_command_prints_what_its_one_shot_twin_prints() {
                 "--nodecount=12".into(),
             ],
         ),
-        (
-            "layout=builtin\nsvg".into(),
-            vec!["--svg".into(), "--layout=builtin".into()],
-        ),
         ("dcpiprof".into(), vec!["--dcpiprof".into()]),
         ("comments".into(), vec!["--comments".into()]),
         (
@@ -178,6 +174,32 @@ fn every_command_prints_what_its_one_shot_twin_prints() {
             "{flags:?} printed nothing"
         );
         assert_eq!(out, expected, "shell `{script}` vs report {flags:?}");
+    }
+    // Binary and HTML outputs without `> file` go to a temporary file
+    // whose path is printed, scripted as on a terminal: standard output
+    // holds text results only.
+    for (script, flags) in [
+        ("layout=builtin\nsvg", vec!["--svg", "--layout=builtin"]),
+        ("flame", vec!["--flame"]),
+        ("proto", vec!["--proto"]),
+    ] {
+        let (out, err, status) = shell(&format!("{script}\n"), &[]);
+        assert_eq!(status, 0, "{script}: {err}");
+        let path = out
+            .strip_prefix("Generating report in ")
+            .and_then(|p| p.strip_suffix('\n'))
+            .unwrap_or_else(|| panic!("{script}: {out}"));
+        let written = std::fs::read(path).unwrap();
+        std::fs::remove_file(path).unwrap();
+        if script != "proto" {
+            assert_eq!(
+                String::from_utf8_lossy(&written),
+                one_shot(&flags),
+                "{script}"
+            );
+        } else {
+            assert!(written.starts_with(&[0x1f, 0x8b]), "gzip");
+        }
     }
     // Outputs to files: `> file`, perl's `callgrind file`, and `output=`.
     let files: Vec<(String, Vec<String>, &str)> = vec![
@@ -363,6 +385,18 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
         let (shell_out, err, status) =
             shell(&format!("{}={value}\n{command}\n", setting.name), &[]);
         assert_eq!(status, 0, "{}: {err}", setting.name);
+        // An SVG goes to a file whose path is printed.
+        let shell_out = match shell_out
+            .strip_prefix("Generating report in ")
+            .and_then(|p| p.strip_suffix('\n'))
+        {
+            Some(path) => {
+                let text = std::fs::read_to_string(path).unwrap();
+                std::fs::remove_file(path).unwrap();
+                text
+            }
+            None => shell_out,
+        };
         let shell_file = std::fs::read_to_string(dir.path().join("walk.json")).ok();
         let _ = std::fs::remove_file(dir.path().join("walk.json"));
         assert_eq!(shell_out, cli, "{}={value}: shell vs {given}", setting.name);

@@ -209,7 +209,17 @@ impl Client {
                 .header("Content-Type", "text/plain")
                 .send(body),
         };
-        let mut response = result.map_err(|e| anyhow::anyhow!("{address}: {}", describe(&e)))?;
+        let mut response = result.map_err(|e| match url.param("seconds") {
+            // A program that exits during a profile window closes the
+            // connection before it answers.
+            Some(seconds) if is_disconnect(&e) => anyhow::anyhow!(
+                "{address}: the connection closed without an answer: the program exited (or the server went away) during the {seconds}-second profile window"
+            ),
+            _ if is_disconnect(&e) => {
+                anyhow::anyhow!("{address}: the server closed the connection without an answer")
+            }
+            _ => anyhow::anyhow!("{address}: {}", describe(&e)),
+        })?;
         let status = response.status();
         let reason = status.canonical_reason().unwrap_or("").to_string();
         let body = response
@@ -224,6 +234,17 @@ impl Client {
             body,
         })
     }
+}
+
+/// True when the server closed the connection before its answer.
+fn is_disconnect(e: &ureq::Error) -> bool {
+    matches!(e, ureq::Error::Io(io) if matches!(
+        io.kind(),
+        std::io::ErrorKind::UnexpectedEof
+            | std::io::ErrorKind::ConnectionReset
+            | std::io::ErrorKind::ConnectionAborted
+            | std::io::ErrorKind::BrokenPipe
+    ))
 }
 
 /// A transport error in a few words.

@@ -115,6 +115,11 @@ fn has_display() -> bool {
 /// Starts the viewer on `path` (which holds `what`) in the background;
 /// writes the path to `out` when no viewer can be started.
 pub fn open_viewer(viewer: Viewer, path: &Path, what: &str, out: &mut dyn Write) -> Result<()> {
+    // A browser the user named works without a display too (a text
+    // browser, a script that copies the file elsewhere): only the
+    // graphical defaults need one.
+    let named_browser =
+        viewer == Viewer::Web && std::env::var("BROWSER").is_ok_and(|b| !b.trim().is_empty());
     let command: Option<(String, Vec<String>)> = match viewer {
         Viewer::Gv => which("gv").map(|_| ("gv".to_string(), Vec::new())),
         Viewer::Evince => which("evince").map(|_| ("evince".to_string(), Vec::new())),
@@ -133,7 +138,7 @@ pub fn open_viewer(viewer: Viewer, path: &Path, what: &str, out: &mut dyn Write)
         Viewer::Web => "a browser ($BROWSER or xdg-open)",
     };
     let started = match &command {
-        Some((program, args)) if has_display() => Command::new(program)
+        Some((program, args)) if has_display() || named_browser => Command::new(program)
             .args(args)
             .arg(path)
             .stdin(Stdio::null())

@@ -47,6 +47,9 @@ pub struct Loader {
     read_options: ReadOptions,
     symbolizer: cpuprof_symbolize::Symbolizer,
     symbolize: bool,
+    /// The warnings printed so far: each is printed once per run, however
+    /// many profiles (a base, several inputs) meet the same file.
+    warned: std::sync::Mutex<Vec<String>>,
 }
 
 impl Loader {
@@ -77,6 +80,7 @@ impl Loader {
             },
             symbolizer: cpuprof_symbolize::Symbolizer::new(options),
             symbolize,
+            warned: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -96,17 +100,37 @@ impl Loader {
         } else {
             self.read_file(path)?
         };
-        self.finish(format, profile)
+        self.finish(format, profile, Some(path))
     }
 
-    /// Resolves DCPI offsets and symbolizes a profile just read.
-    fn finish(&self, format: Format, mut profile: Profile) -> Result<Profile> {
+    /// Prints `warning` on stderr unless it was printed before in this run.
+    pub fn warn(&self, warning: &str) {
+        if let Ok(mut warned) = self.warned.lock() {
+            if warned.iter().any(|w| w == warning) {
+                return;
+            }
+            warned.push(warning.to_string());
+        }
+        eprintln!("cpuprof: warning: {warning}");
+    }
+
+    /// Resolves DCPI offsets and symbolizes a profile just read (from the
+    /// file `written`, when it is one).
+    fn finish(
+        &self,
+        format: Format,
+        mut profile: Profile,
+        written: Option<&Path>,
+    ) -> Result<Profile> {
         if format == Format::Dcpi {
             executable::resolve_dcpi_offsets(&mut profile, &self.binaries);
         }
         if self.symbolize {
+            if let Some(written) = written {
+                self.warn_newer_files(&profile, written);
+            }
             for warning in self.symbolizer.symbolize(&mut profile) {
-                eprintln!("cpuprof: warning: {warning}");
+                self.warn(&warning.to_string());
             }
         }
         // The allocator's frames of a heap profile, the lock's of a
@@ -114,6 +138,48 @@ impl Loader {
         cpuprof_profile::prune::remove_uninteresting(&mut profile)
             .map_err(|e| anyhow::anyhow!("{e}"))?;
         Ok(profile)
+    }
+
+    /// Warns once per file when a file that names this profile's samples
+    /// is newer than the profile and nothing can say it is the same build:
+    /// the mapping has no build id (gperftools profiles) and the file's
+    /// code segments fit the profile's map (else the symbolizer refuses
+    /// it). A program rebuilt since the profile was written would name its
+    /// samples after other functions.
+    fn warn_newer_files(&self, profile: &Profile, written: &Path) {
+        let Some(profile_time) = std::fs::metadata(written).and_then(|m| m.modified()).ok() else {
+            return;
+        };
+        let mut sampled = vec![false; profile.mappings.len()];
+        for location in &profile.locations {
+            if let Some(m) = location.mapping {
+                sampled[m.index()] = true;
+            }
+        }
+        let binaries = self.symbolizer.binaries_for(profile);
+        for (i, binary) in binaries.iter().enumerate() {
+            let Some(binary) = binary else { continue };
+            if !sampled[i] || !profile.mappings[i].build_id.is_empty() {
+                continue;
+            }
+            let Some(file_time) = std::fs::metadata(binary.path())
+                .and_then(|m| m.modified())
+                .ok()
+            else {
+                continue;
+            };
+            if let Ok(after) = file_time.duration_since(profile_time) {
+                if after.as_secs_f64() < 1.0 {
+                    continue;
+                }
+                self.warn(&format!(
+                    "{}: modified {} after the profile {} was written, which records no build id: if it was rebuilt since, the names of its samples are wrong (profile again, or give the build that ran)",
+                    binary.path().display(),
+                    age(after.as_secs()),
+                    written.display()
+                ));
+            }
+        }
     }
 
     /// Reads `profiles` and sums them; subtracts `base` if given.
@@ -165,13 +231,32 @@ impl Loader {
             options.gmon_symbol_starts = full.gmon_symbol_starts;
             options.executable_mappings = full.executable_mappings;
         }
-        cpuprof_profile::read_profile(data, &options).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+        let profile = cpuprof_profile::read_profile(data, &options)
+            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        if profile.0 == Format::Gperftools {
+            if let Some(at) = cpuprof_profile::gperftools::truncated_maps_at(data) {
+                self.warn(&format!(
+                    "{name}: gperftools CPU profile: offset {at}: the list of mapped objects is truncated (the file ends inside a line): the objects missing from it stay unsymbolized"
+                ));
+            }
+        }
+        Ok(profile)
     }
 
     /// Reads (and symbolizes) a profile fetched from `name` (a URL).
     pub fn load_data(&self, name: &str, data: &[u8]) -> Result<Profile> {
         let (format, profile) = self.read_data(name, data, None)?;
-        self.finish(format, profile)
+        self.finish(format, profile, None)
+    }
+}
+
+/// `seconds` as a person says it: `12 s`, `5 min`, `3 h`, `2 days`.
+fn age(seconds: u64) -> String {
+    match seconds {
+        0..=119 => format!("{seconds} s"),
+        120..=7199 => format!("{} min", seconds / 60),
+        7200..=172_799 => format!("{} h", seconds / 3600),
+        _ => format!("{} days", seconds / 86400),
     }
 }
 

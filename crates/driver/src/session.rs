@@ -211,6 +211,11 @@ impl Session {
             );
         }
         let output_file = config.text("output").map(PathBuf::from);
+        if output_file.is_none() && destination.is_terminal && command.output == Output::Proto {
+            bail!(
+                "refusing to write gzipped profile.proto to a terminal: use -o FILE or redirect standard output"
+            );
+        }
         let cx = Request {
             session: self,
             config,
@@ -233,6 +238,14 @@ impl Session {
         }
         let cache = std::ptr::eq(profile, &self.profile).then_some(&self.frames);
         let stacks = Stacks::build_cached(profile, &options, cache);
+        // Nothing left to show: say why (a filter, or no samples at all),
+        // for every output; the graphs have nothing to draw.
+        if let Some(why) = stacks.why_empty(&options) {
+            if matches!(command.output, Output::Graph(..)) {
+                bail!("no nodes to print: {why}");
+            }
+            eprintln!("cpuprof: note: {why}");
+        }
         let cx = RenderContext {
             cx,
             options: &options,

@@ -1091,7 +1091,8 @@ pub fn from_profile(profile: &Profile) -> (GmonFile, Vec<String>) {
         } else if count > 0 {
             leaf_counts.push((address, count as u64));
             if s.locations.len() > 1 {
-                deep += 1;
+                // Samples, not records: one record may hold many.
+                deep = deep.saturating_add(count as usize);
             }
         }
         if let Some(i) = calls_i {

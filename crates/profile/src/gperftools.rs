@@ -551,6 +551,25 @@ fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, Parse
     ))
 }
 
+/// Where the unfinished last line of the list of mapped objects starts,
+/// when the file (read successfully by [`read`]) was cut inside that list:
+/// every line a profiler writes ends with a newline, and the binary part
+/// ends with the trailer's zero slot, so a file ending in anything else
+/// lost the rest of its list (mappings missing: their addresses cannot be
+/// symbolized from their files). None for a complete file.
+pub fn truncated_maps_at(data: &[u8]) -> Option<u64> {
+    match data.last() {
+        None | Some(b'\n') | Some(0) => None,
+        Some(_) => {
+            let start = data
+                .iter()
+                .rposition(|&b| b == b'\n' || b == 0)
+                .map_or(0, |i| i + 1);
+            Some(start as u64)
+        }
+    }
+}
+
 /// Parses one `/proc/self/maps` line:
 /// `start-end perms offset dev inode [path]`. Returns None for anything
 /// else (such lines are ignored, as the format asks).
@@ -795,6 +814,18 @@ fn write_records(
     for m in &profile.mappings {
         text.push_str(&format_maps_line(m));
         text.push('\n');
+        let line = m.is_executable().then(|| {
+            build_id_line(
+                m.limit,
+                m.offset + (m.limit - m.start),
+                &m.path,
+                &m.build_id,
+            )
+        });
+        if let Some(line) = line.flatten() {
+            text.push_str(&line);
+            text.push('\n');
+        }
     }
     out.write_all(text.as_bytes())
 }
@@ -821,6 +852,33 @@ fn period_micros(profile: &Profile) -> u64 {
     } else {
         us
     }
+}
+
+/// The line that carries the build id of the mapping of `path` ending at
+/// `limit` (its file offset there: `offset_at_limit`), written after that
+/// mapping's `/proc/self/maps` line; None when there is no id to give or
+/// the path would not survive the line's syntax.
+///
+/// No single line gives both analysers a build id: perl pprof reads a
+/// mapping only from a complete maps line that *ends* with its path (any
+/// word after the path makes it skip the mapping), and Go pprof's
+/// `parseMappingEntry` reads a build id only from its brief form
+/// `START-END PERMS PATH (@OFFSET) BUILDID`. So the id goes in a brief
+/// line of its own, empty (`LIMIT-LIMIT`) and continuing the mapping:
+/// perl pprof ignores it (not a maps line), Go pprof merges it into the
+/// mapping before (same file, adjacent, offsets continuing) and keeps its
+/// build id, and this crate's reader does the same.
+pub fn build_id_line(
+    limit: u64,
+    offset_at_limit: u64,
+    path: &str,
+    build_id: &str,
+) -> Option<String> {
+    let usable = !build_id.is_empty()
+        && build_id.bytes().all(|b| b.is_ascii_hexdigit())
+        && path.starts_with('/')
+        && !path.contains(char::is_whitespace);
+    usable.then(|| format!("{limit:08x}-{limit:08x} r-xp {path} (@{offset_at_limit:x}) {build_id}"))
 }
 
 /// Formats a mapping as a `/proc/self/maps` line.
@@ -867,6 +925,45 @@ mod tests {
         assert_eq!(p.mappings.len(), 1);
         assert_eq!(p.mappings[0].path, "/bin/x");
         assert_eq!(p.period, 10_000_000);
+    }
+
+    #[test]
+    fn a_build_id_line_gives_the_mapping_before_its_build_id() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 1, 1, 0xa0010, 0, 1, 0]);
+        let line = build_id_line(0xb0000, 0x11000, "/bin/x", "ABcd12").unwrap();
+        assert_eq!(line, "000b0000-000b0000 r-xp /bin/x (@11000) ABcd12");
+        data.extend_from_slice(
+            format!("000a0000-000b0000 r-xp 00001000 03:01 12 /bin/x\n{line}\n00c00000-00c01000 r-xp 00000000 03:01 13 /lib/y.so\n").as_bytes(),
+        );
+        let p = read(&data).unwrap();
+        assert_eq!(p.mappings.len(), 2, "{:?}", p.mappings);
+        assert_eq!(p.mappings[0].build_id, "abcd12");
+        assert_eq!(
+            (p.mappings[0].start, p.mappings[0].limit),
+            (0xa0000, 0xb0000)
+        );
+        assert_eq!(p.mappings[1].build_id, "");
+        // Written back by convert: the same line after the mapping.
+        let mut out = Vec::new();
+        write(&p, &mut out).unwrap();
+        assert!(String::from_utf8_lossy(&out).contains(&line.to_ascii_lowercase()));
+        assert_eq!(read(&out).unwrap().mappings[0].build_id, "abcd12");
+        // Nothing to write without an id, or for a path with a blank.
+        assert_eq!(build_id_line(1, 2, "/bin/x", ""), None);
+        assert_eq!(build_id_line(1, 2, "/a b/x", "ab"), None);
+    }
+
+    #[test]
+    fn a_list_of_mapped_objects_cut_in_a_line_is_truncated() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 1, 1, 0xa0010, 0, 1, 0]);
+        assert_eq!(truncated_maps_at(&data), None, "no list at all");
+        let text = b"000a0000-000b0000 r-xp 00001000 03:01 12 /bin/x\n7f00-7f10 r-xp 0000";
+        data.extend_from_slice(text);
+        let cut = data.len() - b"7f00-7f10 r-xp 0000".len();
+        assert!(read(&data).is_ok());
+        assert_eq!(truncated_maps_at(&data), Some(cut as u64));
+        data.truncate(cut);
+        assert_eq!(truncated_maps_at(&data), None, "ends with a whole line");
     }
 
     #[test]

@@ -136,7 +136,21 @@ pub fn parse_memory_map<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Mapping
             line = substitute(&line, name, value);
         }
         match parse_mapping_line(&line) {
-            Some(mapping) => mappings.push(mapping),
+            Some(mapping) => {
+                // A build id line (`gperftools::build_id_line`: an empty
+                // mapping continuing the previous one) gives the build id
+                // of the mapping it follows.
+                if let Some(previous) = mappings.last_mut().filter(|p: &&mut Mapping| {
+                    mapping.start == mapping.limit
+                        && !mapping.build_id.is_empty()
+                        && p.limit == mapping.start
+                        && p.path == mapping.path
+                }) {
+                    previous.build_id = mapping.build_id;
+                    continue;
+                }
+                mappings.push(mapping)
+            }
             None => {
                 if let Some((name, value)) = line.split_once('=') {
                     let name = name.trim();

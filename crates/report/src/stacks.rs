@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use crate::names;
 use crate::options::{Granularity, Options};
+use crate::tags::TagOptions;
 
 /// Index into [`Stacks::frames`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -516,6 +517,103 @@ impl<'p> Stacks<'p> {
     /// True when no sample was kept.
     pub fn is_empty(&self) -> bool {
         self.samples.is_empty()
+    }
+
+    /// Why nothing is left to show, when no sample was kept (these stacks
+    /// were built with `options`): the profile has no samples, or the
+    /// first filter (in the order they apply: label filters, `focus`,
+    /// `ignore`, `show_from`, `show`, `hide`) after which none is left,
+    /// named by its setting and value. None when samples were kept.
+    pub fn why_empty(&self, options: &Options) -> Option<String> {
+        if !self.is_empty() {
+            return None;
+        }
+        let profile = self.profile;
+        let none = Stacks::build(
+            profile,
+            &Options {
+                focus: None,
+                ignore: None,
+                show_from: None,
+                show: None,
+                hide: None,
+                tags: TagOptions {
+                    focus: None,
+                    ignore: None,
+                    ..options.tags.clone()
+                },
+                ..options.clone()
+            },
+        );
+        if none.is_empty() {
+            return Some(if profile.samples.is_empty() {
+                "the profile has no samples".to_string()
+            } else {
+                format!(
+                    "the profile's {} samples all have a {} of 0",
+                    profile.samples.len(),
+                    none.sample_type.kind
+                )
+            });
+        }
+        let before = none.len();
+        let mut trial = Options {
+            focus: None,
+            ignore: None,
+            show_from: None,
+            show: None,
+            hide: None,
+            tags: TagOptions {
+                focus: None,
+                ignore: None,
+                ..options.tags.clone()
+            },
+            ..options.clone()
+        };
+        let regex = |r: &Option<Regex>| r.as_ref().map(|r| r.as_str().to_string());
+        let steps: [(&str, Option<String>); 7] = [
+            (
+                "tagfocus",
+                options.tags.focus.as_ref().map(|_| String::new()),
+            ),
+            (
+                "tagignore",
+                options.tags.ignore.as_ref().map(|_| String::new()),
+            ),
+            ("focus", regex(&options.focus)),
+            ("ignore", regex(&options.ignore)),
+            ("show_from", regex(&options.show_from)),
+            ("show", regex(&options.show)),
+            ("hide", regex(&options.hide)),
+        ];
+        for (name, value) in steps {
+            let Some(value) = value else { continue };
+            match name {
+                "tagfocus" => trial.tags.focus = options.tags.focus.clone(),
+                "tagignore" => trial.tags.ignore = options.tags.ignore.clone(),
+                "focus" => trial.focus = options.focus.clone(),
+                "ignore" => trial.ignore = options.ignore.clone(),
+                "show_from" => trial.show_from = options.show_from.clone(),
+                "show" => trial.show = options.show.clone(),
+                _ => trial.hide = options.hide.clone(),
+            }
+            if Stacks::build(profile, &trial).is_empty() {
+                let what = match name {
+                    "tagfocus" | "tagignore" => name.to_string(),
+                    _ => format!("{name}={value}"),
+                };
+                let verb = match name {
+                    "focus" | "tagfocus" | "show_from" | "show" => "matches none of",
+                    _ => "removes all of",
+                };
+                return Some(format!(
+                    "{what} {verb} the {before} samples: nothing left to show"
+                ));
+            }
+        }
+        Some(format!(
+            "the filters together leave none of the {before} samples: nothing left to show"
+        ))
     }
 
     /// The frame of `id`.

@@ -224,7 +224,9 @@ impl Shell {
         let mut config = invocation.config(&self.config)?;
         let command: &'static CommandDef = invocation.command;
         let stdout_is_terminal = io::stdout().is_terminal();
-        if command.away_from_terminal() && config.text("output").is_none() && stdout_is_terminal {
+        // Binary and HTML outputs go to a file, on a terminal or not: a
+        // script's standard output holds the text results only.
+        if command.away_from_terminal() && config.text("output").is_none() {
             let path = cpuprof_driver::session::temp_path(command);
             println!("Generating report in {}", path.display());
             config.set("output", Some(&path.display().to_string()))?;

@@ -557,6 +557,61 @@ impl Binary {
         })
     }
 
+    /// Why `mapping`, a line of `/proc/self/maps` for an executable part of
+    /// this file (a profile without build ids: gperftools'), cannot be
+    /// this build of the file: the loader maps each executable `PT_LOAD`
+    /// segment alone, from its page-aligned file offset, over the pages
+    /// its file part spans, so the line's offset and size are those of one
+    /// such segment. A rebuilt program whose code grew or moved by a page
+    /// no longer fits. None when it fits (or the line says too little:
+    /// no permissions, not executable).
+    pub fn segment_misfit(&self, mapping: &Mapping) -> Option<String> {
+        const PAGE: u64 = 4096;
+        let whole_pages = [mapping.start, mapping.limit, mapping.offset]
+            .iter()
+            .all(|v| v % PAGE == 0);
+        // Only a line of a process's map (whole pages, permissions known)
+        // says how the loader mapped the file; mappings made up from the
+        // file's own segments (gmon.out, DCPI) say nothing new.
+        if mapping.perms.len() != 4
+            || !mapping.is_executable()
+            || mapping.limit <= mapping.start
+            || !whole_pages
+        {
+            return None;
+        }
+        let size = mapping.limit - mapping.start;
+        let down = |v: u64| v & !(PAGE - 1);
+        let up = |v: u64| v.saturating_add(PAGE - 1) & !(PAGE - 1);
+        let executable: Vec<&Segment> = self.segments.iter().filter(|s| s.executable).collect();
+        if executable.is_empty() {
+            return None;
+        }
+        if executable.iter().any(|s| {
+            down(s.file_offset) == mapping.offset
+                && up(s.address.saturating_add(s.file_size)) - down(s.address) == size
+        }) {
+            return None;
+        }
+        let on_disk: Vec<String> = executable
+            .iter()
+            .map(|s| {
+                format!(
+                    "{:#x} bytes at file offset {:#x}",
+                    up(s.address.saturating_add(s.file_size)) - down(s.address),
+                    down(s.file_offset)
+                )
+            })
+            .collect();
+        Some(format!(
+            "the profile maps {size:#x} bytes of code at file offset {:#x}, the file's code segment{} {} {}",
+            mapping.offset,
+            if on_disk.len() == 1 { "" } else { "s" },
+            if on_disk.len() == 1 { "is" } else { "are" },
+            on_disk.join(", ")
+        ))
+    }
+
     /// The inline chain at `file_address`, innermost (the inlined callee)
     /// first, outermost (the real function) last. Function names come
     /// from DWARF; the outermost falls back to the symbol table. Empty

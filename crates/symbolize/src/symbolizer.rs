@@ -366,6 +366,14 @@ impl Symbolizer {
                     None => sources[t] = Some(binary.clone()),
                     Some(why) => {
                         let key = (path.clone(), mapping.path.clone());
+                        let same_file = std::fs::canonicalize(path).ok().is_some_and(|named| {
+                            std::fs::canonicalize(&mapping.path).ok() == Some(named)
+                        });
+                        if same_file {
+                            // The mapped file itself, checked below: one
+                            // line about it, not one for each way it came.
+                            continue;
+                        }
                         if !mismatch_reported.contains(&key) {
                             warnings.push(Warning::new(format!(
                                 "{}: does not match the profile's mapping of {} ({why}); not used for it",
@@ -414,7 +422,10 @@ impl Symbolizer {
                                 "not using it"
                             };
                             let message = match binary.build_id() {
-                                Some(id) if !mapping.build_id.eq_ignore_ascii_case(&id) => {
+                                Some(id)
+                                    if !mapping.build_id.is_empty()
+                                        && !mapping.build_id.eq_ignore_ascii_case(&id) =>
+                                {
                                     format!(
                                         "{}: build id {} in the profile, {id} on disk; {consequence}",
                                         mapping.path,
@@ -633,6 +644,11 @@ fn mismatch(binary: &Binary, mapping: &Mapping) -> Option<String> {
                 "build id {id}, the mapping's is {}",
                 mapping.build_id
             ));
+        }
+    }
+    if mapping.build_id.is_empty() && is_file_path(&mapping.path) {
+        if let Some(why) = binary.segment_misfit(mapping) {
+            return Some(format!("another build: {why}"));
         }
     }
     if !binary.can_map(mapping) {

@@ -234,6 +234,18 @@ impl App {
     fn view(&self, view: &str, query: &str, config: &Config) -> Response {
         let selection = config.get("focus").to_string();
         let needs_selection = matches!(view, "peek" | "source" | "disasm");
+        // A file outside the profile's sources is refused before anything
+        // else (no page, selection or not), as the README promises.
+        if view == "source" {
+            if let Some(file) = source_file(query) {
+                if !self.session.source_file_names().contains(&file.as_str()) {
+                    return Response::text(
+                        404,
+                        format!("{file}: not a source file of this profile\n"),
+                    );
+                }
+            }
+        }
         let body = if needs_selection && selection.is_empty() {
             format!(
                 "<p class=\"hint\">Select one or more functions (click them in Top, Graph or \
@@ -267,17 +279,11 @@ impl App {
                 "peek" => self
                     .report("peek", Some(&selection), config)
                     .map(|t| preformatted(&t, false)),
-                "source" => match source_file(query) {
-                    Some(file) if !self.session.source_file_names().contains(&file.as_str()) => {
-                        return Response::text(
-                            404,
-                            format!("{file}: not a source file of this profile\n"),
-                        );
-                    }
-                    file => self
-                        .report("list", Some(&selection), config)
-                        .map(|t| preformatted(&only_file(&t, file.as_deref()), true)),
-                },
+                "source" => {
+                    let file = source_file(query);
+                    self.report("list", Some(&selection), config)
+                        .map(|t| preformatted(&only_file(&t, file.as_deref()), true))
+                }
                 "disasm" => self
                     .report("disasm", Some(&selection), config)
                     .map(|t| preformatted(&t, true)),

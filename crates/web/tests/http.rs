@@ -99,6 +99,10 @@ fn the_source_view_reads_only_files_named_by_the_profile() {
     for path in ["/etc/passwd", "../../etc/passwd", "spin.c"] {
         let (status, _) = server.get(&format!("/ui/source?f=burn_a&file={path}"));
         assert_eq!(status, 404, "{path}");
+        // Without a selection too: the README's `/ui/source?file=PATH`.
+        let (status, body) = server.get(&format!("/ui/source?file={path}"));
+        assert_eq!(status, 404, "{path} without f=");
+        assert!(!String::from_utf8_lossy(&body).contains("root:"));
     }
 }
 

@@ -354,8 +354,9 @@ fn stacks_into_gmon_say_what_is_dropped() {
     let h = &f.histograms[0];
     assert_eq!(h.bins[h.bin_of(0x1000).unwrap()], 3);
     assert_eq!(h.bins[h.bin_of(0x2000).unwrap()], 1);
+    // Samples, not records: the one record with a stack holds 3.
     assert!(
-        notes.iter().any(|n| n.contains("call stacks of 1 samples")),
+        notes.iter().any(|n| n.contains("call stacks of 3 samples")),
         "{notes:?}"
     );
 }

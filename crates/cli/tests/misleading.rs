@@ -1,0 +1,410 @@
+//! Issue 24's wrong answers and unclear messages, each pinned: a rebuilt
+//! binary never names a profile's samples silently, gmon.out of a PIE
+//! holds what gprof reads, and the messages name what the user did.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use common::{cpuprof, texts};
+use cpuprof_testkit::{repo_root, require_tool, TempDir};
+
+/// The README's small program (60/30/10% in burn_a/b/c), built in `dir`
+/// as `name` from its source with `extra` C code before `burn_a`.
+fn build(dir: &Path, name: &str, extra: &str) -> PathBuf {
+    let source =
+        std::fs::read_to_string(repo_root().join("crates/cli/tests/readme/prog.c")).unwrap();
+    let at = source
+        .find("__attribute__((noinline)) double burn_a")
+        .unwrap();
+    let text = format!("{}{extra}\n{}", &source[..at], &source[at..]);
+    let c = dir.join(format!("{name}.c"));
+    std::fs::write(&c, text).unwrap();
+    let binary = dir.join(name);
+    let out = Command::new("gcc")
+        .args(["-O2", "-g", "-o"])
+        .arg(&binary)
+        .arg(&c)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    binary
+}
+
+/// Code added before `burn_a` by a rebuild: a small function (same pages)
+/// or 8 KB of code (the code segment grows by two pages).
+const SMALL_PAD: &str =
+    "__attribute__((noinline)) double pad3(double s) { return s * 3.5 + cpu_now(); }";
+const PAGES_PAD: &str = "__asm__(\".text\\n.globl pad3\\n.type pad3,@function\\npad3: .fill 8192,1,0x90\\nret\\n.size pad3,.-pad3\\n.previous\");";
+
+/// Runs `binary` under `cpuprof record` with `args`, writing `profile`.
+fn record(binary: &Path, profile: &Path, args: &[&str]) {
+    let out = cpuprof()
+        .arg("record")
+        .args(args)
+        .arg("-o")
+        .arg(profile)
+        .args(["--nodecount", "0", "--"])
+        .arg(binary)
+        .env("README_PROG_SECONDS", "0.3")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `cpuprof report --text ARGS`: (stdout, stderr).
+fn text(args: &[&Path]) -> (String, String) {
+    let out = cpuprof()
+        .args(["report", "--text"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let (stdout, stderr, status) = texts(&out);
+    assert_eq!(status, 0, "{stderr}");
+    (stdout, stderr)
+}
+
+/// Makes `path` look written `seconds` ago.
+fn age(path: &Path, seconds: u32) {
+    let out = Command::new("touch")
+        .arg("-d")
+        .arg(format!("-{seconds} seconds"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+}
+
+#[test]
+fn a_rebuilt_binary_never_names_an_agent_profile_s_samples() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let old = dir.path().join("old.prof");
+    let old_pb = dir.path().join("old.pb.gz");
+    record(&prog, &old, &["--format", "gperftools"]);
+    record(&prog, &old_pb, &[]);
+    let (before, _) = text(&[&prog, &old]);
+    assert!(before.contains("burn_a"), "{before}");
+    // The agent's gperftools profile carries the build ids: the rebuilt
+    // file (a function added before the hot one, same pages) is refused
+    // by id, in one line naming both.
+    build(dir.path(), "prog", SMALL_PAD);
+    let (out, err) = text(&[&prog, &old]);
+    assert!(!out.contains("pad3") && !out.contains("burn_a"), "{out}");
+    let refusals: Vec<&str> = err.lines().filter(|l| l.contains("build id")).collect();
+    assert_eq!(refusals.len(), 1, "{err}");
+    assert!(
+        refusals[0].contains("in the profile,") && refusals[0].contains("on disk; not using it"),
+        "{err}"
+    );
+    // Go pprof reads the build id of the same line (its brief form).
+    if require_tool("pprof") {
+        let raw = cpuprof_testkit::run_stdout(Command::new("pprof").arg("-raw").arg(&old));
+        let mapping = raw
+            .lines()
+            .find(|l| l.contains(&*prog.to_string_lossy()))
+            .unwrap();
+        let id = refusals[0]
+            .split("build id ")
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap();
+        assert!(mapping.contains(id), "{mapping} lacks {id}");
+    }
+    // profile.proto: the same warning, once (it was printed twice).
+    let (_, err) = text(&[&prog, &old_pb]);
+    assert_eq!(
+        err.lines().filter(|l| l.contains("build id")).count(),
+        1,
+        "{err}"
+    );
+}
+
+#[test]
+fn a_rebuilt_binary_never_names_a_libprofiler_profile_s_samples() {
+    let Some(libprofiler) = cpuprof_testkit::gcc_and_libprofiler() else {
+        return;
+    };
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let old = dir.path().join("old.prof");
+    let out = Command::new(&prog)
+        .env("LD_PRELOAD", &libprofiler)
+        .env("CPUPROFILE", &old)
+        .env("CPUPROFILE_FREQUENCY", "1000")
+        .env("README_PROG_SECONDS", "0.3")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    age(&old, 600);
+    // The code grew by two pages: the profile's map does not fit the
+    // file's code segment; refused in one line naming both.
+    build(dir.path(), "prog", PAGES_PAD);
+    let (out, err) = text(&[&prog, &old]);
+    assert!(!out.contains("pad3") && !out.contains("burn_a"), "{out}");
+    let lines: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("another build"))
+        .collect();
+    assert_eq!(lines.len(), 1, "{err}");
+    assert!(
+        lines[0].contains("the profile maps") && lines[0].contains("the file's code segment"),
+        "{err}"
+    );
+    // Rebuilt within the same pages: nothing in the file can tell, but it
+    // is newer than the profile: one warning, whatever the names.
+    build(dir.path(), "prog", SMALL_PAD);
+    let (out, err) = text(&[&prog, &old]);
+    let warnings: Vec<&str> = err
+        .lines()
+        .filter(|l| l.contains("after the profile"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{err}");
+    assert!(
+        warnings[0].contains("modified 10 min after the profile"),
+        "{err}"
+    );
+    assert!(out.contains("Total:"), "{out}");
+    // The build that ran, older than its profile: no warning.
+    let same = build(dir.path(), "same", "");
+    age(&same, 900);
+    let (_, err) = text(&[&same, &old]);
+    assert!(!err.contains("after the profile"), "{err}");
+}
+
+#[test]
+fn gmon_out_of_a_pie_holds_link_time_addresses_gprof_reads() {
+    if !require_tool("gcc") || !require_tool("gprof") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let profile = dir.path().join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    let gmon = dir.path().join("g.out");
+    let out = cpuprof()
+        .args(["convert", "--to", "gmon", "-o"])
+        .arg(&gmon)
+        .arg(&prog)
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let (_, err, status) = texts(&out);
+    assert_eq!(status, 0, "{err}");
+    let flat = cpuprof_testkit::run_stdout(
+        Command::new("gprof")
+            .args(["-b", "-p"])
+            .arg(&prog)
+            .arg(&gmon),
+    );
+    for name in ["burn_a", "burn_b", "burn_c"] {
+        assert!(flat.contains(name), "gprof -b -p: {flat}");
+    }
+    // Samples counted, not records: the call stacks dropped are those of
+    // every sample kept; the others' objects are named.
+    let (report, _) = text(&[&prog, &profile]);
+    let total: i64 = report.split_whitespace().nth(1).unwrap().parse().unwrap();
+    let number = |marker: &str| -> Option<i64> {
+        err.lines().find(|l| l.contains(marker)).map(|l| {
+            l.split(marker)
+                .next()
+                .unwrap()
+                .split_whitespace()
+                .last()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+    };
+    let other = number(" samples in other objects").unwrap_or(0);
+    let stacks = number(" samples dropped: gmon.out keeps only").unwrap_or(0);
+    assert!(total > 100, "{report}");
+    assert_eq!(stacks + other, total, "{err}");
+    // And cpuprof reads it back with the executable's names.
+    let (back, _) = text(&[&prog, &gmon]);
+    assert!(
+        back.lines().nth(1).is_some_and(|l| l.ends_with("burn_a")),
+        "{back}"
+    );
+}
+
+#[test]
+fn record_without_dashes_and_conflicting_flags_name_what_was_typed() {
+    let out = cpuprof()
+        .args(["record", "-F", "100", "./prog", "a"])
+        .output()
+        .unwrap();
+    let (_, err, status) = texts(&out);
+    assert_eq!(status, 2);
+    assert_eq!(
+        err.trim(),
+        "cpuprof: record: unexpected argument './prog': the command to profile comes after '--': cpuprof record -F 100 -- ./prog a"
+    );
+    let out = cpuprof()
+        .args(["report", "--http=:", "--text", "x.prof"])
+        .output()
+        .unwrap();
+    let (_, err, status) = texts(&out);
+    assert_eq!(status, 2);
+    assert_eq!(
+        err.trim(),
+        "cpuprof: report: --http cannot be used with --text"
+    );
+}
+
+#[test]
+fn proto_to_a_terminal_is_refused_like_other_binary_outputs() {
+    if !require_tool("gcc") || cpuprof_testkit::which("script").is_none() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let profile = dir.path().join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    let command = format!(
+        "{} report --proto {} {}",
+        env!("CARGO_BIN_EXE_cpuprof"),
+        prog.display(),
+        profile.display()
+    );
+    let out = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("refusing to write gzipped profile.proto to a terminal"),
+        "{text}"
+    );
+    assert!(!out.status.success());
+}
+
+#[test]
+fn a_profile_cut_in_its_list_of_mapped_objects_says_so() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let profile = dir.path().join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    let mut data = std::fs::read(&profile).unwrap();
+    data.truncate(data.len() - 20);
+    let cut = dir.path().join("cut.prof");
+    std::fs::write(&cut, &data).unwrap();
+    let (_, err) = text(&[&cut]);
+    assert!(
+        err.contains("the list of mapped objects is truncated (the file ends inside a line)"),
+        "{err}"
+    );
+    let (_, err) = text(&[&profile]);
+    assert!(!err.contains("truncated"), "{err}");
+}
+
+#[test]
+fn a_profile_window_ended_by_the_program_s_exit_says_so() {
+    // A server that takes the request and goes away, as a profiled
+    // program that exits during the window does.
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut buf = [0u8; 1024];
+        let _ = std::io::Read::read(&mut stream, &mut buf);
+        drop(stream);
+    });
+    let out = cpuprof()
+        .args(["report", "--text", "--timeout=10"])
+        .arg(format!("127.0.0.1:{port}/pprof/profile?seconds=1"))
+        .env("PPROF_TMPDIR", std::env::temp_dir())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    server.join().unwrap();
+    let (_, err, status) = texts(&out);
+    assert_eq!(status, 1);
+    assert!(
+        err.contains(
+            "the program exited (or the server went away) during the 1-second profile window"
+        ),
+        "{err}"
+    );
+    assert!(!err.contains("Peer disconnected"), "{err}");
+}
+
+#[test]
+fn a_report_with_nothing_left_says_which_filter_removed_everything() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let prog = build(dir.path(), "prog", "");
+    let profile = dir.path().join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    let run = |args: &[&str], inputs: &[&Path]| {
+        let out = cpuprof()
+            .arg("report")
+            .args(args)
+            .args(inputs)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        texts(&out)
+    };
+    let (out, err, status) = run(&["--text", "--focus=no_such_function"], &[&prog, &profile]);
+    assert_eq!(status, 0, "{err}");
+    assert!(out.starts_with("Total:"), "{out}");
+    assert!(
+        err.contains("cpuprof: note: focus=no_such_function matches none of the ")
+            && err.contains(" samples: nothing left to show"),
+        "{err}"
+    );
+    let (_, err, status) = run(&["--dot", "--ignore=main"], &[&prog, &profile]);
+    assert_eq!(status, 1);
+    assert!(
+        err.contains("no nodes to print: ignore=main removes all of the "),
+        "{err}"
+    );
+    // A focus that matches, then an ignore that removes what it kept.
+    let (_, err, _) = run(
+        &["--text", "--focus=burn_a", "--ignore=recurse"],
+        &[&prog, &profile],
+    );
+    assert!(err.contains("ignore=recurse removes all of the "), "{err}");
+    // A profile without samples (a header, the trailer, no records).
+    let mut empty: Vec<u8> = [0u64, 3, 0, 1000, 0, 0, 1, 0]
+        .iter()
+        .flat_map(|s| s.to_le_bytes())
+        .collect();
+    empty.extend_from_slice(b"00400000-00401000 r-xp 00000000 00:00 0 /bin/x\n");
+    let path = dir.path().join("empty.prof");
+    std::fs::write(&path, empty).unwrap();
+    let (_, err, status) = run(&["--text"], &[&path]);
+    assert_eq!(status, 0, "{err}");
+    assert!(
+        err.contains("cpuprof: note: the profile has no samples"),
+        "{err}"
+    );
+    let (_, err, status) = run(&["--dot"], &[&path]);
+    assert_eq!(status, 1);
+    assert!(
+        err.contains("no nodes to print: the profile has no samples"),
+        "{err}"
+    );
+}
