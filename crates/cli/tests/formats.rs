@@ -263,13 +263,33 @@ fn gmon_text_report_agrees_with_gprof_flat_profile() {
             .arg(&bin)
             .arg(&gmon),
     );
-    let ours = run_stdout(
+    // --text prints time scaled (Go's layout); --json has the raw values.
+    let text = run_stdout(
         cpuprof()
             .args(["report", "--text", "--sample_index=cpu"])
             .arg(&bin)
             .arg(&gmon),
     );
-    let ours = go_top(&ours);
+    assert!(text.contains("Showing nodes accounting for "), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&run_stdout(
+        cpuprof()
+            .args(["report", "--json", "--sample_index=cpu"])
+            .arg(&bin)
+            .arg(&gmon),
+    ))
+    .unwrap();
+    let ours: Vec<(i64, i64, String)> = json["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["flat"].as_i64().unwrap(),
+                r["cum"].as_i64().unwrap(),
+                r["name"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect();
     let mut checked = 0;
     for line in gprof.lines().skip(5) {
         let f: Vec<&str> = line.split_whitespace().collect();

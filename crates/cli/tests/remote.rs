@@ -383,10 +383,16 @@ fn fetches_from_a_real_go_program_serving_net_http_pprof() {
     let source = format!("127.0.0.1:{}", server.port);
     let (out, err, status) = report(&["--text", "--seconds=2", &source], dir.path());
     assert_eq!(status, 0, "{err}");
-    // Go's CPU profile counts samples and nanoseconds; --text reports cpu.
-    let first = out.lines().next().unwrap_or("");
+    // Go's CPU profile counts samples and nanoseconds; --text reports cpu,
+    // in Go pprof's layout with time scaled (`Type: cpu`, `... of 1.98s
+    // total`).
+    assert!(out.lines().any(|l| l == "Type: cpu"), "{out}");
+    let showing = out
+        .lines()
+        .find(|l| l.starts_with("Showing nodes accounting for "))
+        .unwrap_or_else(|| panic!("no summary:\n{out}"));
     assert!(
-        first.starts_with("Total: ") && first.ends_with(" nanoseconds"),
+        showing.ends_with("s total") && !showing.contains("nanoseconds"),
         "{out}"
     );
     let burn = out

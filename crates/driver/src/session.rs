@@ -160,11 +160,27 @@ impl Session {
         }
         let options = config.report_options(&self.profile)?;
         let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
-        greeting.push_str(&format!(
-            "Total: {} {}\n",
-            stacks.grand_total,
-            unit_word(&stacks.sample_type)
-        ));
+        if cpuprof_report::measure::is_scaled_unit(&stacks.sample_type.unit) {
+            // Time and bytes scaled, as the reports print them (`2.10s`).
+            let measure = cpuprof_report::measure::Measure::select(
+                &stacks.sample_type.unit,
+                &options.unit,
+                [stacks.grand_total],
+                stacks.grand_total,
+                false,
+            );
+            greeting.push_str(&format!(
+                "Total: {} ({})\n",
+                measure.label(stacks.grand_total),
+                stacks.sample_type.kind
+            ));
+        } else {
+            greeting.push_str(&format!(
+                "Total: {} {}\n",
+                stacks.grand_total,
+                unit_word(&stacks.sample_type)
+            ));
+        }
         greeting.push_str(
             "Entering interactive mode (type \"help\" for commands, \"o\" for options)\n",
         );
@@ -588,6 +604,7 @@ impl RenderContext<'_> {
                     stacks,
                     &session.program_name(),
                     &options.tags,
+                    &options.unit,
                 )?;
             }
             Output::Tags => cpuprof_report::output::tags::write(out, stacks, &options.tags)?,

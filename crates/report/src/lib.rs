@@ -21,7 +21,8 @@
 //!   [`filtered`]: the kept samples as a profile again;
 //! - [`stats`]: confidence intervals and the significance of a diff's
 //!   changes; [`change`]: a node's change and the colours of a diff;
-//! - [`names`], [`escape`]: names and escaped text;
+//! - [`names`], [`escape`]: names and escaped text; [`legend`]: the
+//!   profile's labels above a report;
 //! - [`measure`]: the only place where a value becomes text (units
 //!   scaled as Go pprof's `measurement` package does, percentages).
 //!
@@ -38,6 +39,7 @@ pub mod executable;
 pub mod filtered;
 pub mod graph;
 pub mod instructions;
+pub mod legend;
 pub mod lines;
 pub mod measure;
 pub mod names;

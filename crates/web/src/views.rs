@@ -306,12 +306,32 @@ impl App {
         let total = report["total"].as_i64().unwrap_or(0);
         let shown = report["shown_total"].as_i64().unwrap_or(0);
         let unit = report["unit"].as_str().unwrap_or("");
+        // Values with a unit print scaled (`1.21s`), as --text does;
+        // counts as they are, with their word.
+        let scaled = cpuprof_report::measure::is_scaled_unit(
+            report["sample_type"]["unit"].as_str().unwrap_or(""),
+        );
+        let label = |key: &str, raw: i64, of: &serde_json::Value| -> String {
+            match of[key].as_str() {
+                Some(l) if scaled => l.to_string(),
+                _ => raw.to_string(),
+            }
+        };
+        let (shown_text, total_text, unit) = if scaled {
+            (
+                label("shown_total_label", shown, &report),
+                label("total_label", total, &report),
+                "",
+            )
+        } else {
+            (shown.to_string(), total.to_string(), unit)
+        };
         let empty = Vec::new();
         let rows = report["rows"].as_array().unwrap_or(&empty);
         let mut html = String::with_capacity(256 + rows.len() * 200);
         let _ = write!(
             html,
-            "<p class=\"summary\">Showing {} rows: {} of {} {unit} total ({})</p>\
+            "<p class=\"summary\">Showing {} rows: {} of {}{}{unit} total ({})</p>\
              <input id=\"filter\" type=\"search\" placeholder=\"Filter rows: regular expression\" \
              aria-label=\"Filter rows\" spellcheck=\"false\">\
              <table id=\"toptable\"><thead><tr>\
@@ -320,8 +340,9 @@ impl App {
              <th class=\"num\" data-key=\"cum\" aria-sort=\"none\">Cum</th><th class=\"num\">Cum%</th>\
              <th data-key=\"name\" aria-sort=\"none\">Name</th></tr></thead><tbody>",
             rows.len(),
-            shown,
-            total,
+            shown_text,
+            total_text,
+            if unit.is_empty() { "" } else { " " },
             percent(shown, total)
         );
         let mut sum = 0i64;
@@ -357,10 +378,12 @@ impl App {
             };
             let _ = write!(
                 html,
-                "<tr><td class=\"num\">{flat}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
-                 <td class=\"num{class}\"{title}>{cum}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
+                "<tr><td class=\"num\" data-value=\"{flat}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
+                 <td class=\"num{class}\" data-value=\"{cum}\"{title}>{}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
+                label("flat_label", flat, row),
                 percent(flat, shown),
                 percent(sum, shown),
+                label("cum_label", cum, row),
                 percent(cum, shown),
                 escape(row["file"].as_str().unwrap_or("")),
                 escape(name)
@@ -490,13 +513,30 @@ impl App {
             .flatten()
             .unwrap_or_else(|| profile.default_sample_index());
         if let Some(t) = types.get(index) {
-            let _ = write!(
-                html,
-                "<span>Total: {} {} ({})</span>",
-                self.totals.get(index).copied().unwrap_or(0),
-                escape(&t.unit),
-                escape(&t.kind)
-            );
+            let total = self.totals.get(index).copied().unwrap_or(0);
+            if cpuprof_report::measure::is_scaled_unit(&t.unit) {
+                let measure = cpuprof_report::measure::Measure::select(
+                    &t.unit,
+                    config.get("unit"),
+                    [total],
+                    total,
+                    false,
+                );
+                let _ = write!(
+                    html,
+                    "<span>Total: {} ({})</span>",
+                    escape(&measure.label(total)),
+                    escape(&t.kind)
+                );
+            } else {
+                let _ = write!(
+                    html,
+                    "<span>Total: {} {} ({})</span>",
+                    total,
+                    escape(&t.unit),
+                    escape(&t.kind)
+                );
+            }
         }
         if profile.period > 0 {
             let _ = write!(

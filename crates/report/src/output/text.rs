@@ -1,11 +1,23 @@
-//! The text report, as perl pprof prints it ("Analyzing Text Output"):
-//! `Total: N samples`, then one row per node:
-//! `flat flat% sum% cum cum% name` with `%8s %6s %6s %8s %6s %s`.
+//! The text report. Two layouts:
+//!
+//! - for counts (gperftools CPU profiles count samples), perl pprof's
+//!   ("Analyzing Text Output"): `Total: N samples`, then one row per node:
+//!   `flat flat% sum% cum cum% name` with `%8s %6s %6s %8s %6s %s`;
+//! - for values with a unit (time, bytes: profile.proto from `cpuprof
+//!   record` or Go), Go pprof's `-top`: the profile's labels (`File:`,
+//!   `Type:`, `Duration:`), the active filters, `Showing nodes accounting
+//!   for 1.82s, 100% of 1.82s total`, nodes below `--nodefraction` of the
+//!   total dropped, then `%10s %s %s %10s %s  name` rows with values scaled
+//!   by [`crate::measure`] (the `unit` setting) and Go's percentages.
+//!
+//! A column wider than its format (a big count) widens the whole column,
+//! so that columns line up whatever the values.
 
 use std::io::{self, Write};
 
 use crate::graph::{percent_base, rows, Graph, Row};
-use crate::measure::{unit_word, Percent, PerlLegacyUnit};
+use crate::legend::profile_labels;
+use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percent, PerlLegacyUnit};
 use crate::options::Options;
 use crate::stacks::Stacks;
 
@@ -36,10 +48,13 @@ pub fn write_annotated(
     options: &Options,
     annotation: Option<Annotation>,
 ) -> io::Result<()> {
-    let total = percent_base(graph);
     // A gperftools heap or contention profile prints as perl pprof prints
-    // it: MB, seconds.
+    // it: MB, seconds; other profiles with a unit as Go pprof prints them.
     let legacy = PerlLegacyUnit::of(stacks.profile(), &stacks.sample_type);
+    if legacy.is_none() && is_scaled_unit(&stacks.sample_type.unit) {
+        return write_go(out, stacks, graph, options, annotation);
+    }
+    let total = percent_base(graph);
     let value = |v: i64| -> String {
         match legacy {
             Some(unit) => unit.format(v),
@@ -59,7 +74,18 @@ pub fn write_annotated(
     let mut running = 0i64;
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut cell = String::with_capacity(32);
-    for row in rows(stacks, graph, options) {
+    let rows = rows(stacks, graph, options);
+    // `%8s`, wider when a value is.
+    let width = rows
+        .iter()
+        .map(|r| match legacy {
+            Some(unit) => unit.format(r.flat).len().max(unit.format(r.cum).len()),
+            None => digits(r.flat).max(digits(r.cum)),
+        })
+        .max()
+        .unwrap_or(0)
+        .max(8);
+    for row in rows {
         running += row.flat;
         line.clear();
         // `%8s %6s %6s %8s %6s %s`, built by hand: this runs once per
@@ -72,17 +98,15 @@ pub fn write_annotated(
             line.extend_from_slice(cell.as_bytes());
             line.push(b' ');
         };
-        if legacy.is_some() {
-            column(&value(row.flat), 8, &mut line);
-        } else {
-            column(&row.flat, 8, &mut line);
+        match legacy {
+            Some(unit) => column(&unit.format(row.flat), width, &mut line),
+            None => column(&row.flat, width, &mut line),
         }
         column(&Percent(row.flat, total), 6, &mut line);
         column(&Percent(running, total), 6, &mut line);
-        if legacy.is_some() {
-            column(&value(row.cum), 8, &mut line);
-        } else {
-            column(&row.cum, 8, &mut line);
+        match legacy {
+            Some(unit) => column(&unit.format(row.cum), width, &mut line),
+            None => column(&row.cum, width, &mut line),
         }
         column(&Percent(row.cum, total), 6, &mut line);
         if let Some(a) = &annotation {
@@ -94,4 +118,125 @@ pub fn write_annotated(
         out.write_all(&line)?;
     }
     Ok(())
+}
+
+/// The characters of `value` printed in decimal.
+fn digits(value: i64) -> usize {
+    let sign = usize::from(value < 0);
+    let mut n = value.unsigned_abs();
+    let mut d = 1;
+    while n >= 10 {
+        n /= 10;
+        d += 1;
+    }
+    d + sign
+}
+
+/// The rows Go pprof's `-top` keeps: nodes whose |cum| is below
+/// `nodefraction` of the kept samples' total dropped, then at most
+/// `--nodecount`; with the number dropped and the number before
+/// `--nodecount`.
+pub fn go_rows(stacks: &Stacks, graph: &Graph, options: &Options) -> (Vec<Row>, usize, usize) {
+    let total = percent_base(graph);
+    // As in `--tree`: Go truncates the cutoff to a whole number of the
+    // sample unit; the slack keeps a value exactly at it.
+    const SLACK: f64 = 1e-6;
+    let node_cutoff = (total as f64 * options.nodefraction).abs().trunc();
+    let all = Options {
+        nodecount: None,
+        ..options.clone()
+    };
+    let mut rows = rows(stacks, graph, &all);
+    let before = rows.len();
+    rows.retain(|r| r.cum.abs() as f64 + SLACK >= node_cutoff);
+    let dropped = before - rows.len();
+    let candidates = rows.len();
+    if let Some(n) = options.nodecount {
+        rows.truncate(n);
+    }
+    (rows, dropped, candidates)
+}
+
+/// Go pprof's `-top` layout, for values with a unit.
+fn write_go(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    annotation: Option<Annotation>,
+) -> io::Result<()> {
+    let total = stacks.grand_total;
+    let (rows, dropped, candidates) = go_rows(stacks, graph, options);
+    let measure = Measure::select(
+        &stacks.sample_type.unit,
+        &options.unit,
+        rows.iter()
+            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
+        total,
+        false,
+    );
+    let mut text = String::with_capacity(256 + rows.len() * 80);
+    for label in profile_labels(stacks, options, &measure, total) {
+        text.push_str(&label);
+        text.push('\n');
+    }
+    let shown: i64 = rows.iter().map(|r| r.flat).sum();
+    text.push_str(&format!(
+        "Showing nodes accounting for {}, {} of {} total\n",
+        measure.label(shown),
+        percentage(shown, total).trim(),
+        measure.label(total)
+    ));
+    if total != 0 {
+        if dropped > 0 {
+            let cutoff = (total as f64 * options.nodefraction).abs() as i64;
+            text.push_str(&format!(
+                "Dropped {dropped} node{} (cum <= {})\n",
+                if dropped > 1 { "s" } else { "" },
+                measure.label(cutoff)
+            ));
+        }
+        if !rows.is_empty() && rows.len() < candidates {
+            text.push_str(&format!(
+                "Showing top {} nodes out of {candidates}\n",
+                rows.len()
+            ));
+        }
+    }
+    if let Some(a) = &annotation {
+        text.push_str(&a.legend);
+        text.push('\n');
+    }
+    let labels: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (measure.label(r.flat), measure.label(r.cum)))
+        .collect();
+    // `%10s`, wider when a value is.
+    let width = labels
+        .iter()
+        .map(|(f, c)| f.len().max(c.len()))
+        .max()
+        .unwrap_or(0)
+        .max(10);
+    text.push_str(&format!(
+        "{:>width$} {:>5}% {:>5}% {:>width$} {:>5}%\n",
+        "flat", "flat", "sum", "cum", "cum"
+    ));
+    let mut sum = 0i64;
+    for (row, (flat, cum)) in rows.iter().zip(&labels) {
+        sum += row.flat;
+        text.push_str(&format!(
+            "{flat:>width$} {} {} {cum:>width$} {}  ",
+            percentage(row.flat, total),
+            percentage(sum, total),
+            percentage(row.cum, total),
+        ));
+        if let Some(a) = &annotation {
+            text.push_str(&(a.column)(row));
+            text.push(' ');
+        }
+        text.push_str(&stacks.frame(row.frame).name);
+        text.push('\n');
+    }
+    out.write_all(text.as_bytes())
 }

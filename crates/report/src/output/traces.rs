@@ -30,7 +30,9 @@ use std::io::{self, Write};
 use rustc_hash::FxHashMap;
 
 use crate::distinct::{compare_stacks, distinct_stacks, name_ranks, DistinctStack};
-use crate::measure::unit_word;
+use crate::legend::profile_labels;
+use crate::measure::{is_scaled_unit, unit_word, Measure};
+use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 use crate::tags::{trace_lines, LabelFormat, TagOptions};
 
@@ -40,7 +42,7 @@ pub const SEPARATOR: &str = "-----------+---------------------------------------
 /// Writes the traces report of `stacks`; `program` names the profiled
 /// program in the header.
 pub fn write(out: &mut dyn Write, stacks: &Stacks, program: &str) -> io::Result<()> {
-    write_labelled(out, stacks, program, &TagOptions::default())
+    write_labelled(out, stacks, program, &TagOptions::default(), "minimum")
 }
 
 /// The distinct stacks of `stacks` and the label lines above each, in
@@ -84,8 +86,21 @@ pub fn write_labelled(
     stacks: &Stacks,
     program: &str,
     tags: &TagOptions,
+    unit: &str,
 ) -> io::Result<()> {
     let profile = stacks.profile();
+    // Values with a unit: Go pprof's header and values, each scaled on
+    // its own as Go's `-traces` does (its unit setting applied as given).
+    let measure = is_scaled_unit(&stacks.sample_type.unit).then(|| Measure {
+        sample_unit: stacks.sample_type.unit.to_lowercase(),
+        output_unit: unit.to_string(),
+    });
+    if let Some(m) = &measure {
+        for label in profile_labels(stacks, &Options::default(), m, stacks.total) {
+            writeln!(out, "{label}")?;
+        }
+        return write_stacks(out, stacks, tags, Some(m));
+    }
     writeln!(out, "File: {program}")?;
     let sample_type = &stacks.sample_type;
     if sample_type.unit.is_empty() || sample_type.unit == "count" {
@@ -109,6 +124,16 @@ pub fn write_labelled(
         stacks.total,
         unit_word(&stacks.sample_type)
     )?;
+    write_stacks(out, stacks, tags, None)
+}
+
+/// The blocks of `--traces`, values scaled by `measure` when given.
+fn write_stacks(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    tags: &TagOptions,
+    measure: Option<&Measure>,
+) -> io::Result<()> {
     let distinct = labelled_stacks(stacks, tags);
     // Lines are built in a buffer: a big profile has millions of frames.
     let mut text = String::with_capacity(1 << 16);
@@ -122,7 +147,14 @@ pub fn write_labelled(
         for (i, frame) in stack.frames.iter().enumerate() {
             let name = &stacks.frame(*frame).name;
             if i == 0 {
-                let _ = writeln!(text, "{:>10}   {name}", stack.value);
+                match measure {
+                    Some(m) => {
+                        let _ = writeln!(text, "{:>10}   {name}", m.label(stack.value));
+                    }
+                    None => {
+                        let _ = writeln!(text, "{:>10}   {name}", stack.value);
+                    }
+                }
             } else {
                 text.push_str("             ");
                 text.push_str(name);

@@ -36,7 +36,8 @@ use regex::Regex;
 
 use crate::callgraph::DEFAULT_NODECOUNT;
 use crate::graph::{percent_base, rows, Edge, Graph, Row};
-use crate::measure::{percentage, unit_word, Percentage};
+use crate::legend::profile_labels;
+use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percentage};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 
@@ -70,15 +71,22 @@ pub fn write_with(
     options: &Options,
     shares: Option<&crate::stats::Shares>,
 ) -> io::Result<()> {
-    let total = percent_base(graph);
+    let kept_total = percent_base(graph);
+    // Values with a unit: Go's percentages of every sample's total.
+    let scaled = is_scaled_unit(&stacks.sample_type.unit);
+    let total = if scaled {
+        stacks.grand_total
+    } else {
+        kept_total
+    };
     // Go compares in the profile's finest unit (nanoseconds of CPU for a
     // gperftools profile), so its cutoffs are fractions of a sample; it
     // truncates them to whole nanoseconds, which the slack stands for (so
     // that a value exactly at the cutoff is kept whatever the rounding of
     // `total * fraction`).
     const SLACK: f64 = 1e-6;
-    let node_cutoff = (total as f64 * options.nodefraction).abs();
-    let edge_cutoff = (total as f64 * options.edgefraction).abs();
+    let node_cutoff = (kept_total as f64 * options.nodefraction).abs();
+    let edge_cutoff = (kept_total as f64 * options.edgefraction).abs();
     let all = Options {
         nodecount: None,
         ..options.clone()
@@ -94,18 +102,44 @@ pub fn write_with(
     // Go says nothing of these: its last trimming step finds none left.
     edges.retain(|e| e.weight.abs() as f64 + SLACK >= edge_cutoff);
     let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
-    summary(out, stacks, shown_flat, total)?;
+    let measure = scaled.then(|| row_measure(stacks, options, &rows, total));
+    if let Some(m) = &measure {
+        for label in profile_labels(stacks, options, m, total) {
+            writeln!(out, "{label}")?;
+        }
+    }
+    summary(out, stacks, shown_flat, total, measure.as_ref())?;
     if dropped_nodes > 0 {
+        let cutoff = match &measure {
+            Some(m) => m.label((total as f64 * options.nodefraction).abs() as i64),
+            None => go_g4(node_cutoff),
+        };
         writeln!(
             out,
-            "Dropped {dropped_nodes} nodes (cum <= {})",
-            go_g4(node_cutoff)
+            "Dropped {dropped_nodes} node{} (cum <= {cutoff})",
+            if dropped_nodes > 1 || measure.is_none() {
+                "s"
+            } else {
+                ""
+            }
         )?;
     }
     if rows.len() < candidates {
         writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
     }
-    write_blocks(out, stacks, &rows, &edges, total, shares)
+    write_blocks(out, stacks, &rows, &edges, total, shares, measure.as_ref())
+}
+
+/// The measure of the values of `rows` (time, bytes), as Go selects it.
+fn row_measure(stacks: &Stacks, options: &Options, rows: &[Row], total: i64) -> Measure {
+    Measure::select(
+        &stacks.sample_type.unit,
+        &options.unit,
+        rows.iter()
+            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
+        total,
+        false,
+    )
 }
 
 /// Writes Go pprof's `-peek=RE` report: the `-tree` blocks of the nodes
@@ -139,12 +173,35 @@ pub fn write_peek(
         ));
     }
     let edges = edges_touching(stacks, &rows);
-    summary(out, stacks, shown_flat, total)?;
-    write_blocks(out, stacks, &rows, &edges, total, None)
+    let scaled = is_scaled_unit(&stacks.sample_type.unit);
+    let total = if scaled { stacks.grand_total } else { total };
+    let measure = scaled.then(|| row_measure(stacks, options, &rows, total));
+    if let Some(m) = &measure {
+        for label in profile_labels(stacks, options, m, total) {
+            writeln!(out, "{label}")?;
+        }
+    }
+    summary(out, stacks, shown_flat, total, measure.as_ref())?;
+    write_blocks(out, stacks, &rows, &edges, total, None, measure.as_ref())
 }
 
 /// `Showing nodes accounting for ...`, the first line of both reports.
-fn summary(out: &mut dyn Write, stacks: &Stacks, shown_flat: i64, total: i64) -> io::Result<()> {
+fn summary(
+    out: &mut dyn Write,
+    stacks: &Stacks,
+    shown_flat: i64,
+    total: i64,
+    measure: Option<&Measure>,
+) -> io::Result<()> {
+    if let Some(m) = measure {
+        return writeln!(
+            out,
+            "Showing nodes accounting for {}, {} of {} total",
+            m.label(shown_flat),
+            percentage(shown_flat, total).trim_start(),
+            m.label(total)
+        );
+    }
     writeln!(
         out,
         "Showing nodes accounting for {shown_flat}, {} of {total} {} total",
@@ -176,7 +233,12 @@ fn write_blocks(
     edges: &[Edge],
     total: i64,
     shares: Option<&crate::stats::Shares>,
+    measure: Option<&Measure>,
 ) -> io::Result<()> {
+    let value = |v: i64| match measure {
+        Some(m) => m.label(v),
+        None => v.to_string(),
+    };
     let name = |id: FrameId| stacks.frame(id).name.as_str();
     let mut callers: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
     let mut callees: FxHashMap<FrameId, Vec<&Edge>> = FxHashMap::default();
@@ -204,16 +266,22 @@ fn write_blocks(
         s.push_str(SEPARATOR);
         s.push('\n');
         for edge in callers.get(&row.frame).into_iter().flatten() {
-            edge_line(&mut s, edge.weight, row.cum, name(edge.caller));
+            edge_line(
+                &mut s,
+                &value(edge.weight),
+                edge.weight,
+                row.cum,
+                name(edge.caller),
+            );
         }
         sum += row.flat;
         let _ = writeln!(
             s,
             "{:>10} {} {} {:>10} {}                | {}",
-            row.flat,
+            value(row.flat),
             Percentage(row.flat, total),
             Percentage(sum, total),
-            row.cum,
+            value(row.cum),
             Percentage(row.cum, total),
             name(row.frame)
         );
@@ -227,7 +295,13 @@ fn write_blocks(
             );
         }
         for edge in callees.get(&row.frame).into_iter().flatten() {
-            edge_line(&mut s, edge.weight, row.cum, name(edge.callee));
+            edge_line(
+                &mut s,
+                &value(edge.weight),
+                edge.weight,
+                row.cum,
+                name(edge.callee),
+            );
         }
         if s.len() > 1 << 16 {
             out.write_all(s.as_bytes())?;
@@ -244,11 +318,10 @@ fn write_blocks(
 /// `%50s %s |   %s` of an edge: its weight, its share of the node's cum,
 /// the other end. Padded by hand: `{:>50}` pads one character at a time,
 /// and a big profile has millions of edges.
-fn edge_line(s: &mut String, weight: i64, cum: i64, name: &str) {
+fn edge_line(s: &mut String, digits: &str, weight: i64, cum: i64, name: &str) {
     const BLANKS: &str = "                                                  ";
-    let digits = weight.to_string();
     s.push_str(&BLANKS[..BLANKS.len().saturating_sub(digits.len())]);
-    s.push_str(&digits);
+    s.push_str(digits);
     s.push(' ');
     let _ = write!(s, "{}", Percentage(weight, cum));
     s.push_str(" |   ");

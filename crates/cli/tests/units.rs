@@ -1,0 +1,175 @@
+//! Values with a unit (issue 23): `--text`, `--tree`, `--peek`, `--traces`,
+//! `--tags` and `--json` of profile.proto files print time as Go pprof
+//! does (`330ms`, `2.10s`), compared row by row with Go pprof
+//! (`/usr/local/bin/pprof`) on two fixed profiles (so that sampling
+//! cannot move what is compared):
+//!
+//! - `data/record-spin.pb.gz`: `cpuprof record -- ./spin -s 1 -t 2` (the
+//!   spin workload of tests/workloads, gcc -O2 -g);
+//! - `data/go-cpu.pb.gz`: a Go program's `runtime/pprof` CPU profile.
+//!
+//! Rows naming libc, the vDSO or the agent's thread trampoline are left
+//! out: we name those frames from the files on this machine, Go from the
+//! profile alone. gperftools profiles keep perl pprof's layout in samples
+//! (the existing goldens).
+//!
+//! Skipped loudly without Go pprof, unless `CPUPROF_REQUIRE_PEERS=1`.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use cpuprof_testkit::{require_tool, run_stdout};
+
+mod common;
+use common::report;
+
+fn data(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(name)
+}
+
+/// Lines both tools print alike: no libc, vDSO or agent frame names, no
+/// `Time:` (local time), trailing blanks dropped (Go's tree legend ends
+/// in tabs).
+fn comparable(text: &str) -> Vec<String> {
+    const OURS_OR_THEIRS: &[&str] = &[
+        "libc",
+        "vdso",
+        "clock_gettime",
+        "cpu_now",
+        "trampoline",
+        "clone3",
+        "start_thread",
+        "Showing top",
+        "Showing nodes accounting",
+        "Dropped",
+    ];
+    text.lines()
+        .filter(|l| !l.starts_with("Time:"))
+        .filter(|l| !OURS_OR_THEIRS.iter().any(|w| l.contains(w)))
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+fn go(args: &[&str], input: &Path) -> String {
+    run_stdout(Command::new("pprof").args(args).arg(input))
+}
+
+fn compare(ours_args: &[&str], go_args: &[&str], input: &Path, exact: bool) {
+    let ours = report(ours_args, &[input]);
+    let theirs = go(go_args, input);
+    if exact {
+        let ours: Vec<&str> = ours.lines().map(str::trim_end).collect();
+        let theirs: Vec<&str> = theirs
+            .lines()
+            .filter(|l| !l.starts_with("Time:"))
+            .map(str::trim_end)
+            .collect();
+        assert_eq!(ours, theirs, "{ours_args:?} on {}", input.display());
+    } else {
+        let (o, t) = (comparable(&ours), comparable(&theirs));
+        // Every row Go prints that names a frame both tools name alike is
+        // ours too, with the same values.
+        for line in &t {
+            assert!(
+                o.contains(line),
+                "{ours_args:?} on {}: Go's line {line:?} not in ours:\n{ours}\nGo:\n{theirs}",
+                input.display()
+            );
+        }
+        assert!(t.len() >= 5, "too little compared:\n{theirs}");
+    }
+}
+
+#[test]
+fn a_go_profile_prints_as_go_pprof_prints_it() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let input = data("go-cpu.pb.gz");
+    for (ours, theirs) in [
+        (&["--text"][..], &["-top"][..]),
+        (&["--text", "--unit=ms"], &["-top", "-unit=ms"]),
+        (&["--text", "--unit=minimum"], &["-top", "-unit=minimum"]),
+        (&["--text", "--unit=s"], &["-top", "-unit=s"]),
+        (&["--text", "--unit=auto"], &["-top", "-unit=auto"]),
+        (&["--text", "--nodecount=3"], &["-top", "-nodecount=3"]),
+        (&["--text", "--focus=burnB"], &["-top", "-focus=burnB"]),
+        (&["--tags"], &["-tags"]),
+    ] {
+        compare(ours, theirs, &input, true);
+    }
+    for (ours, theirs) in [
+        (&["--tree"][..], &["-tree"][..]),
+        (&["--tree", "--unit=us"], &["-tree", "-unit=us"]),
+        (&["--peek=burn"], &["-peek=burn"]),
+    ] {
+        compare(ours, theirs, &input, false);
+    }
+}
+
+#[test]
+fn a_cpuprof_record_profile_prints_as_go_pprof_prints_it() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let input = data("record-spin.pb.gz");
+    for (ours, theirs) in [
+        (&["--text"][..], &["-top"][..]),
+        (&["--text", "--unit=ms"], &["-top", "-unit=ms"]),
+        (&["--text", "--unit=minimum"], &["-top", "-unit=minimum"]),
+        (&["--text", "--unit=s"], &["-top", "-unit=s"]),
+        (&["--tree"], &["-tree"]),
+        (&["--tree", "--unit=s"], &["-tree", "-unit=s"]),
+        (&["--peek=burn_b"], &["-peek=burn_b"]),
+    ] {
+        compare(ours, theirs, &input, false);
+    }
+    // The totals: `Showing nodes accounting for` names the same total.
+    let ours = report(&["--text"], &[&input]);
+    let theirs = go(&["-top"], &input);
+    let total = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("Showing nodes accounting for"))
+            .and_then(|l| l.rsplit(" of ").next())
+            .map(str::to_string)
+    };
+    assert_eq!(total(&ours), total(&theirs));
+    assert_eq!(total(&ours).as_deref(), Some("2095ms total"));
+    assert!(
+        ours.contains("Duration: 5.53s, Total samples = 2095ms (37.91%)"),
+        "{ours}"
+    );
+}
+
+#[test]
+fn traces_and_json_scale_values_and_keep_raw_ones() {
+    let input = data("go-cpu.pb.gz");
+    let traces = report(&["--traces"], &[&input]);
+    assert!(traces.contains("\n     160ms   main.burnA\n"), "{traces}");
+    assert!(!traces.contains("160000000"), "{traces}");
+    let json: serde_json::Value =
+        serde_json::from_str(&report(&["--json", "--unit=s"], &[&input])).unwrap();
+    assert_eq!(json["total"], 330_000_000);
+    assert_eq!(json["sample_type"]["unit"], "nanoseconds");
+    assert_eq!(json["output_unit"], "s");
+    assert_eq!(json["total_label"], "0.33s");
+    assert_eq!(json["rows"][0]["flat"], 200_000_000);
+    assert_eq!(json["rows"][0]["flat_label"], "0.20s");
+}
+
+#[test]
+fn a_bad_unit_is_one_line() {
+    let out = common::cpuprof()
+        .args(["report", "--text", "--unit=parsecs"])
+        .arg(data("go-cpu.pb.gz"))
+        .output()
+        .unwrap();
+    let (_, err, status) = common::texts(&out);
+    assert_ne!(status, 0);
+    assert!(
+        err.contains("unit=parsecs: expected minimum, auto, or a unit"),
+        "{err}"
+    );
+}
