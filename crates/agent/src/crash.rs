@@ -92,7 +92,7 @@ pub(crate) fn current_handler(signal: i32) -> usize {
     // SAFETY: reads the disposition into a local.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut current);
         current.sa_sigaction
     }
 }

@@ -251,11 +251,18 @@ fn start_locked(
     install_once_hooks();
     refresh_modules(control, sampler, true);
     let mut settings = settings;
+    if settings.flush_seconds == 0 && path.is_some() && is_go_program() {
+        // The Go runtime leaves by the exit_group system call, never by
+        // libc's exit: the profile is what the last periodic write holds.
+        settings.flush_seconds = 1;
+    }
     settings.signal = choose_signal(settings.signal);
     install_profiling_handler(settings.signal);
     timers::reset_descriptor_counts();
     threads::reset_blocking_fallbacks();
-    ensure_control_thread(sampler);
+    if needs_control_thread_now(&settings, control) {
+        ensure_control_thread(sampler);
+    }
     sampler.reset_stats();
     sampler
         .filter_arg
@@ -704,10 +711,47 @@ pub(crate) fn stop_before_exit() {
         return;
     }
     let control = CONTROL_TID.load(Ordering::Acquire);
-    if control <= 0 || control == gettid() {
+    if control == 0 {
+        // No thread of ours in this process (see `ensure_control_thread`):
+        // `_exit` may be called from a signal handler that interrupted
+        // `malloc` or our own code, so the profile is written as on a
+        // crash, without allocation or a blocking lock.
+        write_without_control_thread();
+        return;
+    }
+    if control < 0 || control == gettid() {
         return;
     }
     ask_control_thread(sampler, &EXIT_REQUESTS, &EXIT_DONE);
+}
+
+/// In a process with no control thread, at `_exit` or a termination
+/// signal: writes the profile from the calling thread with the crash
+/// path's async-signal-safe writer (gperftools' format, whatever the
+/// session's format), and stops sampling. The only other holder of
+/// [`CONTROL`] can be the calling thread itself (interrupted), so one
+/// `try_lock` decides.
+fn write_without_control_thread() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } != session_pid() {
+        return;
+    }
+    let guard = match CONTROL.try_lock() {
+        Ok(held) => held,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Some(session) = guard
+        .session
+        .as_ref()
+        .filter(|s| !s.internal && s.execs_in_progress == 0)
+    {
+        sampler.running.store(false, Ordering::Release);
+        write_crash_file(sampler, session);
+    }
 }
 
 /// Files a request with the control thread (`requests`) and waits until
@@ -1039,11 +1083,18 @@ fn install_profiling_handler(signal: i32) {
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = signal_path::on_profiling_signal as *const () as usize;
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SA_ONSTACK: on a thread with an alternate signal stack (every
+        // Go thread; the goroutine stacks are small) the kernel's signal
+        // frame goes there; the handler then moves to a stack of its own.
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
         // Every signal waits for the few microseconds of a sample, so a
         // program's handler never runs on the agent's handler stack.
         libc::sigfillset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        crate::sigmask::real_sigaction(signal, &action, &mut previous);
+        if previous.sa_sigaction != signal_path::on_profiling_signal as *const () as usize {
+            crate::sigmask::own(signal, &previous);
+        }
     }
     HANDLER_INSTALLED.store(true, Ordering::Relaxed);
 }
@@ -1109,8 +1160,15 @@ extern "C" fn on_termination_signal(
     // SAFETY: as above.
     let saved = unsafe { *errno };
     if let Some(sampler) = existing_sampler() {
-        if sampler.running.load(Ordering::Acquire) && CONTROL_TID.load(Ordering::Acquire) != 0 {
-            ask_control_thread(sampler, &TERMINATION_REQUESTS, &TERMINATION_DONE);
+        if sampler.running.load(Ordering::Acquire) {
+            match CONTROL_TID.load(Ordering::Acquire) {
+                0 => {
+                    // No thread of ours: written here, async-signal-safe.
+                    write_without_control_thread();
+                    sampler.running.store(true, Ordering::Release);
+                }
+                _ => ask_control_thread(sampler, &TERMINATION_REQUESTS, &TERMINATION_DONE),
+            }
         }
     }
     let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
@@ -1232,6 +1290,42 @@ fn handle_switch_presses() {
     }
 }
 
+/// True when a session with `settings` needs the control thread from its
+/// start: realtime mode (the driver is a thread anyway), periodic writes,
+/// or a process that already runs other threads (one more changes
+/// nothing it can rely on). Otherwise the thread waits until the program
+/// creates its first thread ([`program_creates_a_thread`]): a process
+/// that must stay single-threaded (a fork server such as Chromium's
+/// zygote, a sandbox that counts `/proc/self/task` before it engages)
+/// stays so under the agent. Until then the signal handler fills the
+/// two stack tables in turn and the profile is written at the end.
+fn needs_control_thread_now(settings: &Settings, control: &Control) -> bool {
+    settings.realtime
+        || settings.flush_seconds > 0
+        || control.switch.is_some()
+        || threads::list_threads().len() > 1
+}
+
+/// Our `pthread_create`, before the program's thread is created: a
+/// process that becomes multi-threaded gets the control thread now (while
+/// still single-threaded, so growing the descriptor table costs no RCU
+/// grace period), if a session runs or the switch is installed.
+pub(crate) fn program_creates_a_thread() {
+    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+        return;
+    }
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let wanted = {
+        let control = lock(&CONTROL);
+        control.session.is_some() || control.switch.is_some()
+    };
+    if wanted {
+        ensure_control_thread(sampler);
+    }
+}
+
 /// Starts the control thread if there is none (it drains tables, follows
 /// dlopen and new threads, flushes periodically and serves the switch and
 /// termination signals).
@@ -1239,7 +1333,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     if CONTROL_TID.load(Ordering::Acquire) != 0 {
         return;
     }
-    let _ = sampler;
+    sampler.has_drainer.store(true, Ordering::Release);
     CONTROL_TID.store(-1, Ordering::Release);
     extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
         CONTROL_TID.store(gettid(), Ordering::Release);
@@ -1248,6 +1342,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     }
     if threads::spawn_internal(control_main).is_err() {
         CONTROL_TID.store(0, Ordering::Release);
+        sampler.has_drainer.store(false, Ordering::Release);
         diag("cannot start the control thread; periodic work disabled");
         return;
     }
@@ -1389,6 +1484,9 @@ extern "C" fn fork_child() {
         return;
     };
     CONTROL_TID.store(0, Ordering::Release);
+    if let Some(sampler) = existing_sampler() {
+        sampler.has_drainer.store(false, Ordering::Release);
+    }
     crate::wall_driver::forget_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
     control.window = None;
@@ -1449,11 +1547,16 @@ extern "C" fn fork_child() {
             }
             *threads = arming;
             let (session_clock, signal) = (session.clock, session.settings.signal);
+            // A forked child has one thread; it gets ours only when it
+            // creates one, or when the session needs it at once.
+            let thread_now = session.settings.realtime || session.settings.flush_seconds > 0;
             control.session = Some(session);
             let wall = session_clock == Trigger::WallClock;
             drop(threads);
             drop(control);
-            ensure_control_thread(sampler);
+            if thread_now {
+                ensure_control_thread(sampler);
+            }
             if wall {
                 if let Err(e) = crate::wall_driver::start(period_ns, signal) {
                     diag(&format!("forked child: realtime mode: {e}"));
@@ -1492,6 +1595,13 @@ fn loaded_as_libcpuprof() -> bool {
     let path = unsafe { std::ffi::CStr::from_ptr(here.dli_fname) }.to_string_lossy();
     let file = path.rsplit('/').next().unwrap_or("");
     file.starts_with("libcpuprof")
+}
+
+/// True when the main program is written in Go (with cgo, since the agent
+/// is loaded): it has a `.go.buildinfo` section.
+fn is_go_program() -> bool {
+    static GO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *GO.get_or_init(|| crate::symbols::has_section("/proc/self/exe", b".go.buildinfo"))
 }
 
 /// True for setuid/setgid programs (AT_SECURE), which are never profiled.

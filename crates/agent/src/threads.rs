@@ -59,6 +59,7 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real(thread, attr, start, arg) };
     }
+    crate::profiler::program_creates_a_thread();
     let args = Box::into_raw(Box::new(StartArgs { start, arg }));
     // SAFETY: the trampoline takes ownership of `args` when it runs.
     let rc = unsafe { real(thread, attr, trampoline, args.cast()) };

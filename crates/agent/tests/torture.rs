@@ -1062,3 +1062,58 @@ fn short_processes_do_not_wait_for_the_descriptor_table() {
         "the agent adds {wall:.2} ms of wall time but only {cpu:.2} ms of CPU per process"
     );
 }
+
+/// Proves (issue 22, regression: Chromium's zygote aborted under the agent,
+/// `CHECK(IsSingleThreaded())` on `/proc/self/task`): a fork server of
+/// Chromium's shape (`tests/c/fork_server.c`) — a process that counts its
+/// threads, forks children that only call async-signal-safe functions and
+/// leave by `_exit`, and makes one child by the raw `clone` system call —
+/// sees one thread everywhere with the agent as without it (the agent
+/// starts no thread of its own until the program creates one), and still
+/// leaves a readable profile per process: the server's with its work, each
+/// forked child's with its own.
+#[test]
+fn fork_server_stays_single_threaded_and_is_profiled() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "fork_server");
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let hz = 1000;
+    let make = || plain(&program);
+    let (without, with) = run_both("fork server", &make, None, &profiles.join("fs.prof"), hz);
+    let stdout = String::from_utf8_lossy(&without.stdout);
+    assert_eq!(
+        stdout,
+        "server 1\nserver after work 1\nforked child 1\nforked child 1\nforked child 1\ncloned child 1\nserver at the end 1\n",
+        "without the agent"
+    );
+    let (files, _) = read_all_profiles(&profiles, "fs.prof");
+    assert_eq!(
+        files.len(),
+        4,
+        "the server's and 3 forked children's (the raw clone child runs no atfork handler and writes none): {files:?}"
+    );
+    let server = NamedStacks::of(&read_profile(&profiles.join("fs.prof")));
+    assert!(
+        server.cum("server_work") >= 100,
+        "server_work: {} of {}",
+        server.cum("server_work"),
+        server.total()
+    );
+    for file in files.iter().filter(|f| !f.ends_with("fs.prof")) {
+        let child = NamedStacks::of(&read_profile(file));
+        assert!(
+            child.cum("child_work") >= 50 && child.cum("server_work") == 0,
+            "{}: child_work {} of {}",
+            file.display(),
+            child.cum("child_work"),
+            child.total()
+        );
+    }
+    eprintln!(
+        "fork server: {} profiles, {:.3} CPU-s",
+        files.len(),
+        with.cpu
+    );
+}
