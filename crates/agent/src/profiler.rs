@@ -1125,6 +1125,57 @@ struct PreviousActions(UnsafeCell<[Option<libc::sigaction>; 3]>);
 unsafe impl Sync for PreviousActions {}
 static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(UnsafeCell::new([None, None, None]));
 
+/// Set when the program put `SIG_DFL` back on a termination signal while
+/// our handler was on it, indexed like [`TERMINATION_SIGNALS`]: ours
+/// stays, writes the profile, then acts as the default would (see
+/// [`program_sets_termination_action`]).
+static PROGRAM_DEFAULT: [AtomicBool; 3] = [
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+];
+
+/// Our `sigaction`/`signal` on SIGTERM, SIGINT, SIGHUP, before libc's.
+/// A program that sets the default action on one (Chromium's child
+/// processes reset their signals so) would otherwise be ended by it
+/// without a profile; since ours writes the profile and then acts as the
+/// default, it stays, and the program reads back `SIG_DFL`. Returns the
+/// action to report as the previous one when handled here; None: libc's
+/// `sigaction` does the call (any handler or `SIG_IGN` the program sets
+/// replaces ours, as before).
+pub(crate) fn program_sets_termination_action(
+    signal: i32,
+    act: Option<&libc::sigaction>,
+) -> Option<libc::sigaction> {
+    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal)?;
+    let ours = on_termination_signal as *const () as usize;
+    if crate::crash::current_handler(signal) != ours {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let default: libc::sigaction = unsafe { std::mem::zeroed() };
+    let previous = if PROGRAM_DEFAULT[index].load(Ordering::Acquire) {
+        default
+    } else {
+        // What the program sees today: our handler, as installed.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reads the disposition into a local.
+        unsafe { crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut current) };
+        current
+    };
+    match act {
+        None => Some(previous),
+        Some(action) if action.sa_sigaction == libc::SIG_DFL => {
+            PROGRAM_DEFAULT[index].store(true, Ordering::Release);
+            Some(previous)
+        }
+        Some(_) => {
+            PROGRAM_DEFAULT[index].store(false, Ordering::Release);
+            None
+        }
+    }
+}
+
 fn install_termination_handler(signal: i32) {
     let Some(index) = TERMINATION_SIGNALS.iter().position(|&s| s == signal) else {
         return;
@@ -1173,7 +1224,11 @@ extern "C" fn on_termination_signal(
     }
     let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
     // SAFETY: read-only after installation.
-    let previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
+    let mut previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
+    if index.is_some_and(|i| PROGRAM_DEFAULT[i].load(Ordering::Acquire)) {
+        // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+        previous = Some(unsafe { std::mem::zeroed() });
+    }
     // SAFETY: restores the previous action or runs it, as the kernel would.
     unsafe {
         match previous {
@@ -1311,6 +1366,7 @@ fn needs_control_thread_now(settings: &Settings, control: &Control) -> bool {
 /// still single-threaded, so growing the descriptor table costs no RCU
 /// grace period), if a session runs or the switch is installed.
 pub(crate) fn program_creates_a_thread() {
+    adopt_if_cloned_child();
     if CONTROL_TID.load(Ordering::Acquire) != 0 {
         return;
     }
@@ -1476,13 +1532,44 @@ extern "C" fn fork_parent() {
     drop(unsafe { (*FORK_GUARDS.0.get()).take() });
 }
 
+/// A child made by the raw `clone` system call runs no `pthread_atfork`
+/// handler (Chromium's zygote makes its renderers so, with
+/// `ForkWithFlags`): it inherits the parent's session, unarmed. When it
+/// creates its first thread (a `vfork` child, which shares the parent's
+/// memory, never does), it becomes a forked child as [`fork_child`] makes
+/// one: its own session into `path_<pid>`.
+fn adopt_if_cloned_child() {
+    let session = session_pid();
+    // SAFETY: getpid is always safe.
+    if session == 0 || unsafe { libc::getpid() } == session {
+        return;
+    }
+    let control = lock(&CONTROL);
+    let threads = lock(&THREADS);
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } == session_pid() {
+        return;
+    }
+    continue_in_child(control, threads);
+}
+
 /// In the child: forget the parent's threads, timers and samples; keep
 /// profiling the child (if a session runs) into `path_<pid>`.
 extern "C" fn fork_child() {
     // SAFETY: see ForkGuards.
-    let Some((mut control, mut threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
+    let Some((control, threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
         return;
     };
+    continue_in_child(control, threads);
+}
+
+/// See [`fork_child`]; `control` and `threads` are the locks, held.
+fn continue_in_child(
+    mut control: MutexGuard<'static, Control>,
+    mut threads: MutexGuard<'static, Option<Arming>>,
+) {
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     CONTROL_TID.store(0, Ordering::Release);
     if let Some(sampler) = existing_sampler() {
         sampler.has_drainer.store(false, Ordering::Release);

@@ -240,6 +240,15 @@ pub unsafe extern "C" fn sigaction(
     old: *mut libc::sigaction,
 ) -> i32 {
     if signal == 0 || signal != OWNED.load(Ordering::Acquire) {
+        // SAFETY: the caller's valid pointer, if any.
+        let given = unsafe { act.as_ref() };
+        if let Some(previous) = crate::profiler::program_sets_termination_action(signal, given) {
+            if !old.is_null() {
+                // SAFETY: the caller's valid pointer.
+                unsafe { *old = previous };
+            }
+            return 0;
+        }
         // SAFETY: forwarded under the caller's contract.
         return unsafe { real_sigaction(signal, act, old) };
     }
@@ -262,6 +271,15 @@ pub unsafe extern "C" fn sigaction(
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn signal(signum: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
     if signum == 0 || signum != OWNED.load(Ordering::Acquire) {
+        if handler == libc::SIG_DFL {
+            // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+            let default: libc::sigaction = unsafe { std::mem::zeroed() };
+            if let Some(previous) =
+                crate::profiler::program_sets_termination_action(signum, Some(&default))
+            {
+                return previous.sa_sigaction;
+            }
+        }
         type SignalFn = unsafe extern "C" fn(i32, libc::sighandler_t) -> libc::sighandler_t;
         return match SIGNAL.address() {
             0 => libc::SIG_ERR,
