@@ -248,6 +248,7 @@ fn start_locked(
     filter: Option<(usize, usize)>,
 ) -> Result<(), StartError> {
     let sampler = sampler();
+    threads::find_own_code(loaded_as_libcpuprof());
     install_once_hooks();
     refresh_modules(control, sampler, true);
     let mut settings = settings;
@@ -409,7 +410,11 @@ fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Wind
     let names = &mut session.names;
     let stacks = &mut session.stacks;
     names.begin_drain();
-    session.evictions += sampler.drain(&mut |stack, tag, count| {
+    session.evictions += sampler.drain(&mut |mut stack, tag, count| {
+        threads::drop_own_frames(&mut stack);
+        if stack.is_empty() {
+            return;
+        }
         let key = SampleKey {
             stack,
             labels: names.label(tag),
@@ -579,7 +584,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         summary.interrupts, summary.evictions, summary.bytes
     ));
     write_stderr(&format!(
-        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}{}{}\n",
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz{} with {}{}{}\n",
         summary.samples,
         summary.dropped,
         summary.truncated,
@@ -589,6 +594,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         load(&s.truncated_unwind),
         load(&s.leaf_only),
         summary.frequency,
+        achieved_rate(&session, summary.samples + summary.dropped),
         summary.clock,
         match load(&s.skipped) {
             0 => String::new(),
@@ -807,6 +813,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
                 },
                 start_time_ns: session.start_time_ns,
                 duration_ns: session.started.elapsed().as_nanos() as u64,
+                process: crate::pprof_proto::process_identity(),
             };
             crate::pprof_proto::gzip_stored(&crate::pprof_proto::encode(
                 &samples,
@@ -909,11 +916,18 @@ fn write_crash_file(sampler: &Sampler, session: &Session) {
             else {
                 continue;
             };
-            if count > 0 && len > 0 {
+            let kept = pcs
+                .iter()
+                .filter(|pc| !threads::is_own_frame(pc.load(Ordering::Relaxed)))
+                .count();
+            if count > 0 && kept > 0 {
                 file.word(count);
-                file.word(len as u64);
+                file.word(kept as u64);
                 for pc in pcs {
-                    file.word(pc.load(Ordering::Relaxed));
+                    let pc = pc.load(Ordering::Relaxed);
+                    if !threads::is_own_frame(pc) {
+                        file.word(pc);
+                    }
                 }
             }
         }
@@ -1041,6 +1055,28 @@ fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
     diag(&format!(
         "the program installed its own handler for signal {signal}, the profiler's sampling signal: sampling stopped, {lost} samples lost since the last check (choose another with CPUPROFILE_TIMER_SIGNAL)"
     ));
+}
+
+/// The stop line's `(achieved N Hz)` clause: samples per CPU-second of
+/// the process (per wall second in realtime mode) when that is more than
+/// 20% off the rate asked, after at least 0.2 s — the `setitimer`
+/// fallback fires on kernel ticks (191 samples for 1 CPU-s at 1000 Hz
+/// here); empty otherwise.
+fn achieved_rate(session: &Session, samples: u64) -> String {
+    let seconds = if session.settings.realtime {
+        session.started.elapsed().as_secs_f64()
+    } else {
+        process_cpu_ns().saturating_sub(session.start_process_cpu_ns) as f64 / 1e9
+    };
+    if seconds < 0.2 || session.settings.realtime && session.clock != Trigger::WallClock {
+        return String::new();
+    }
+    let achieved = samples as f64 / seconds;
+    let asked = f64::from(session.settings.frequency);
+    if (achieved - asked).abs() <= 0.2 * asked {
+        return String::new();
+    }
+    format!(" (achieved {achieved:.0} Hz)")
 }
 
 /// The stop line's account of what the host took: the sampling signal,
@@ -1184,7 +1220,7 @@ fn install_termination_handler(signal: i32) {
     // before the handler that reads it is installed.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut previous);
         if previous.sa_sigaction == libc::SIG_IGN {
             // Ignored (e.g. SIGHUP under nohup): it ends nothing.
             return;
@@ -1194,7 +1230,7 @@ fn install_termination_handler(signal: i32) {
         action.sa_sigaction = on_termination_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
     }
 }
 
@@ -1235,7 +1271,9 @@ extern "C" fn on_termination_signal(
             Some(previous) if previous.sa_sigaction == libc::SIG_DFL => {
                 // Default action: reinstall it and re-raise; the signal is
                 // blocked until we return, then it ends the process.
-                libc::sigaction(signal, &previous, std::ptr::null_mut());
+                // libc's own: ours would keep our handler (see
+                // program_sets_termination_action).
+                crate::sigmask::real_sigaction(signal, &previous, std::ptr::null_mut());
                 libc::raise(signal);
             }
             Some(previous) if previous.sa_sigaction != libc::SIG_IGN => {
@@ -1299,7 +1337,7 @@ pub(crate) fn install_switch(signal: i32, base: String) -> Result<(), String> {
     // SAFETY: sigaction with valid pointers.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut previous);
         if previous.sa_sigaction != libc::SIG_DFL {
             return Err(format!(
                 "signal {signal} already in use; CPUPROFILESIGNAL switch not installed"
@@ -1315,7 +1353,7 @@ pub(crate) fn install_switch(signal: i32, base: String) -> Result<(), String> {
         action.sa_sigaction = on_switch_signal as *const () as usize;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
     }
     Ok(())
 }

@@ -1344,3 +1344,129 @@ fn cgo_program_is_profiled_in_go_and_c() {
         with.cpu
     );
 }
+
+/// Proves: Node.js with 3 worker threads (V8 isolates on threads of their
+/// own, libuv's thread pool) prints the same sums with the agent, and the
+/// profile holds about CPU time × rate samples (every thread is sampled).
+#[test]
+fn node_worker_threads_are_unharmed_and_sampled() {
+    let _serial = serial();
+    let node = testkit_which("node");
+    let dir = tempdir();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/workers.js");
+    let n = if long() { "4e7" } else { "1e7" };
+    let make = || {
+        let mut cmd = plain(&node);
+        cmd.arg(&script).arg(n);
+        cmd
+    };
+    let hz = 200;
+    let (_, with) = run_big("node", &make, &profiles, hz);
+    assert!(
+        String::from_utf8_lossy(&with.stdout).starts_with("main "),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    let (files, total) = read_all_profiles(&profiles, "node.prof");
+    assert_samples_fit("node", total, with.cpu, hz, 0.6);
+    eprintln!(
+        "node: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
+        files.len(),
+        with.cpu
+    );
+}
+
+/// Proves: a JVM (Debian's OpenJDK) running 4 threads that allocate (the
+/// GC runs), get JIT-compiled and catch NullPointerExceptions (HotSpot's
+/// own SIGSEGV handler for implicit null checks, and its safepoints)
+/// prints the same with the agent and exits the same, with a profile of
+/// about CPU time × rate samples.
+#[test]
+fn jvm_threads_gc_jit_and_null_checks_are_unharmed() {
+    let _serial = serial();
+    let java = testkit_which("java");
+    let javac = testkit_which("javac");
+    let dir = tempdir();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/Torture.java");
+    std::fs::copy(&source, dir.path().join("Torture.java")).unwrap();
+    run_ok(
+        Command::new(javac)
+            .current_dir(dir.path())
+            .args(["-d", "."])
+            .arg("Torture.java"),
+    );
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let rounds = if long() { "20000000" } else { "3000000" };
+    let make = || {
+        let mut cmd = plain(&java);
+        cmd.current_dir(dir.path())
+            .args(["-Xmx256m", "-cp", "."])
+            .arg("Torture")
+            .arg(rounds);
+        cmd
+    };
+    let hz = 200;
+    let (_, with) = run_big("jvm", &make, &profiles, hz);
+    assert!(
+        String::from_utf8_lossy(&with.stdout).starts_with("total "),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    let (files, total) = read_all_profiles(&profiles, "jvm.prof");
+    assert_samples_fit("jvm", total, with.cpu, hz, 0.6);
+    eprintln!(
+        "jvm: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
+        files.len(),
+        with.cpu
+    );
+}
+
+/// Proves (long variant, `CPUPROF_TORTURE_LONG=1`: Firefox takes 10–15 s
+/// a run here): firefox-esr headless takes the same screenshot (the same
+/// PNG bytes) with the agent and exits the same; its sandboxed content
+/// processes cannot arm a clock (one `cpuprof:` line each), the others
+/// leave readable profiles.
+#[test]
+fn firefox_takes_the_same_screenshot() {
+    if !long() {
+        return;
+    }
+    let _serial = serial();
+    let firefox = testkit_which("firefox-esr");
+    let dir = tempdir();
+    let page = dir.path().join("page.html");
+    std::fs::write(&page, HOT_PAGE).unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let runs = std::cell::Cell::new(0);
+    let make = || {
+        runs.set(runs.get() + 1);
+        let home = dir.path().join(format!("home-{}", runs.get()));
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = plain(&firefox);
+        cmd.env("HOME", &home)
+            .args(["--headless", "--no-remote", "--profile"])
+            .arg(&home)
+            .args(["--window-size", "400,300", "--screenshot"])
+            .arg(dir.path().join(format!("shot-{}.png", runs.get())))
+            .arg(format!("file://{}", page.display()));
+        cmd
+    };
+    let (without, with) = run_big("firefox", &make, &profiles, 200);
+    let first = std::fs::read(dir.path().join("shot-1.png")).unwrap();
+    let second = std::fs::read(dir.path().join("shot-2.png")).unwrap();
+    assert!(first.starts_with(b"\x89PNG"), "a PNG without the agent");
+    assert!(first == second, "the screenshots differ");
+    let (files, total) = read_all_profiles(&profiles, "firefox.prof");
+    assert!(total > 0 && !files.is_empty());
+    eprintln!(
+        "firefox: same {}-byte PNG; {} profiles, {total} samples; wall {:.1} s without, {:.1} s with",
+        first.len(),
+        files.len(),
+        without.wall,
+        with.wall
+    );
+}
