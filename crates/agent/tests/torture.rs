@@ -17,7 +17,8 @@
 //! `RLIMIT_SIGPENDING`.
 //!
 //! `CPUPROF_TORTURE_LONG=1` runs the long variants: xz on 50 MB instead of
-//! 8 MB, 10,000 threads instead of 2,000.
+//! 8 MB, 10,000 threads instead of 2,000, Chromium with `--no-zygote`,
+//! firefox-esr's screenshot, and longer Node, JVM and cgo runs.
 //! `cargo test --release -p cpuprof --test torture -- --nocapture` prints
 //! each scenario's figures.
 
