@@ -65,7 +65,7 @@ pub(crate) fn install() {
         // the handler that reads it is installed.
         unsafe {
             let mut previous: libc::sigaction = std::mem::zeroed();
-            if libc::sigaction(signal, std::ptr::null(), &mut previous) != 0
+            if crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut previous) != 0
                 || previous.sa_sigaction == libc::SIG_IGN
             {
                 continue;
@@ -77,7 +77,7 @@ pub(crate) fn install() {
             // overflow), as the program's own handler would be.
             action.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
             libc::sigemptyset(&mut action.sa_mask);
-            libc::sigaction(signal, &action, std::ptr::null_mut());
+            crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
         }
     }
 }
@@ -92,7 +92,7 @@ pub(crate) fn current_handler(signal: i32) -> usize {
     // SAFETY: reads the disposition into a local.
     unsafe {
         let mut current: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut current);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut current);
         current.sa_sigaction
     }
 }
@@ -103,7 +103,7 @@ fn set_default(signal: i32) {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = libc::SIG_DFL;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
     }
 }
 

@@ -85,6 +85,55 @@ pub(crate) struct WindowSamples<'a> {
     pub(crate) period_ns: u64,
     pub(crate) start_time_ns: u64,
     pub(crate) duration_ns: u64,
+    /// Labels every sample carries and comments of the profile: which
+    /// process wrote it (see [`process_identity`]).
+    pub(crate) process: ProcessIdentity,
+}
+
+/// Which process a profile is of, so that the profiles of a
+/// multi-process program (one file per process) tell themselves apart
+/// when summed: labels `pid` and `process` on every sample, and comments
+/// `pid N` and `command line: ...`.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ProcessIdentity {
+    pub(crate) pid: u32,
+    /// The value of a `--type=` argument (Chromium's and Electron's
+    /// processes: `renderer`, `gpu-process`, `zygote`, `utility`), else
+    /// the program's file name.
+    pub(crate) kind: String,
+    pub(crate) command_line: String,
+}
+
+/// The calling process's identity, from `/proc/self/cmdline`.
+pub(crate) fn process_identity() -> ProcessIdentity {
+    let raw = std::fs::read("/proc/self/cmdline").unwrap_or_default();
+    let args: Vec<String> = raw
+        .split(|&b| b == 0)
+        .filter(|a| !a.is_empty())
+        .map(|a| String::from_utf8_lossy(a).into_owned())
+        .collect();
+    let kind = args
+        .iter()
+        .find_map(|a| a.strip_prefix("--type="))
+        .map(str::to_string)
+        .or_else(|| {
+            args.first()
+                .map(|a| a.rsplit('/').next().unwrap_or(a).to_string())
+        })
+        .unwrap_or_default();
+    let mut command_line = args.join(" ");
+    if command_line.len() > 4096 {
+        let mut end = 4096;
+        while !command_line.is_char_boundary(end) {
+            end -= 1;
+        }
+        command_line.truncate(end);
+    }
+    ProcessIdentity {
+        pid: std::process::id(),
+        kind,
+        command_line,
+    }
 }
 
 /// Encodes `window` as (uncompressed) profile.proto. `main_path` is the
@@ -179,6 +228,11 @@ pub(crate) fn encode(
         let mut sample = Message::default();
         sample.packed(1, &ids);
         sample.packed(2, &[count, count.saturating_mul(window.period_ns)]);
+        if window.process.pid != 0 {
+            let pid = window.process.pid.to_string();
+            sample.bytes(3, &label(&mut strings, "pid", &pid));
+            sample.bytes(3, &label(&mut strings, "process", &window.process.kind));
+        }
         if tag_tid(labels) != 0 {
             let tid = tag_tid(labels).to_string();
             sample.bytes(3, &label(&mut strings, "thread_id", &tid));
@@ -230,6 +284,11 @@ pub(crate) fn encode(
         profile.bytes(5, function);
     }
     let period_type = value_type(&mut strings, time_kind, "nanoseconds");
+    let mut comments = Vec::new();
+    if window.process.pid != 0 {
+        comments.push(strings.id(&format!("pid {}", window.process.pid)));
+        comments.push(strings.id(&format!("command line: {}", window.process.command_line)));
+    }
     for s in &strings.table {
         profile.bytes(6, s.as_bytes());
     }
@@ -237,6 +296,9 @@ pub(crate) fn encode(
     profile.uint(10, window.duration_ns);
     profile.bytes(11, &period_type);
     profile.uint(12, window.period_ns);
+    for comment in comments {
+        profile.uint(13, comment);
+    }
     profile.0
 }
 
@@ -335,6 +397,7 @@ mod tests {
             period_ns: 10_000_000,
             start_time_ns: 1,
             duration_ns: 2_000_000_000,
+            process: ProcessIdentity::default(),
         };
         let exe = std::env::current_exe().unwrap();
         let bytes = gzip_stored(&encode(&window, &mut symbolizer, exe.to_str().unwrap()));
@@ -386,6 +449,7 @@ mod tests {
             period_ns: 10_000_000,
             start_time_ns: 1,
             duration_ns: 1,
+            process: ProcessIdentity::default(),
         };
         let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
         let profile = cpuprof_profile::proto::read(&bytes).unwrap();

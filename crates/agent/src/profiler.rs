@@ -248,14 +248,22 @@ fn start_locked(
     filter: Option<(usize, usize)>,
 ) -> Result<(), StartError> {
     let sampler = sampler();
+    threads::find_own_code(loaded_as_libcpuprof());
     install_once_hooks();
     refresh_modules(control, sampler, true);
     let mut settings = settings;
+    if settings.flush_seconds == 0 && path.is_some() && is_go_program() {
+        // The Go runtime leaves by the exit_group system call, never by
+        // libc's exit: the profile is what the last periodic write holds.
+        settings.flush_seconds = 1;
+    }
     settings.signal = choose_signal(settings.signal);
     install_profiling_handler(settings.signal);
     timers::reset_descriptor_counts();
     threads::reset_blocking_fallbacks();
-    ensure_control_thread(sampler);
+    if needs_control_thread_now(&settings, control) {
+        ensure_control_thread(sampler);
+    }
     sampler.reset_stats();
     sampler
         .filter_arg
@@ -402,7 +410,11 @@ fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Wind
     let names = &mut session.names;
     let stacks = &mut session.stacks;
     names.begin_drain();
-    session.evictions += sampler.drain(&mut |stack, tag, count| {
+    session.evictions += sampler.drain(&mut |mut stack, tag, count| {
+        threads::drop_own_frames(&mut stack);
+        if stack.is_empty() {
+            return;
+        }
         let key = SampleKey {
             stack,
             labels: names.label(tag),
@@ -572,7 +584,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         summary.interrupts, summary.evictions, summary.bytes
     ));
     write_stderr(&format!(
-        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz with {}{}{}\n",
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz{} with {}{}{}\n",
         summary.samples,
         summary.dropped,
         summary.truncated,
@@ -582,6 +594,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         load(&s.truncated_unwind),
         load(&s.leaf_only),
         summary.frequency,
+        achieved_rate(&session, summary.samples + summary.dropped),
         summary.clock,
         match load(&s.skipped) {
             0 => String::new(),
@@ -704,10 +717,47 @@ pub(crate) fn stop_before_exit() {
         return;
     }
     let control = CONTROL_TID.load(Ordering::Acquire);
-    if control <= 0 || control == gettid() {
+    if control == 0 {
+        // No thread of ours in this process (see `ensure_control_thread`):
+        // `_exit` may be called from a signal handler that interrupted
+        // `malloc` or our own code, so the profile is written as on a
+        // crash, without allocation or a blocking lock.
+        write_without_control_thread();
+        return;
+    }
+    if control < 0 || control == gettid() {
         return;
     }
     ask_control_thread(sampler, &EXIT_REQUESTS, &EXIT_DONE);
+}
+
+/// In a process with no control thread, at `_exit` or a termination
+/// signal: writes the profile from the calling thread with the crash
+/// path's async-signal-safe writer (gperftools' format, whatever the
+/// session's format), and stops sampling. The only other holder of
+/// [`CONTROL`] can be the calling thread itself (interrupted), so one
+/// `try_lock` decides.
+fn write_without_control_thread() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } != session_pid() {
+        return;
+    }
+    let guard = match CONTROL.try_lock() {
+        Ok(held) => held,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => return,
+    };
+    if let Some(session) = guard
+        .session
+        .as_ref()
+        .filter(|s| !s.internal && s.execs_in_progress == 0)
+    {
+        sampler.running.store(false, Ordering::Release);
+        write_crash_file(sampler, session);
+    }
 }
 
 /// Files a request with the control thread (`requests`) and waits until
@@ -763,6 +813,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
                 },
                 start_time_ns: session.start_time_ns,
                 duration_ns: session.started.elapsed().as_nanos() as u64,
+                process: crate::pprof_proto::process_identity(),
             };
             crate::pprof_proto::gzip_stored(&crate::pprof_proto::encode(
                 &samples,
@@ -865,11 +916,18 @@ fn write_crash_file(sampler: &Sampler, session: &Session) {
             else {
                 continue;
             };
-            if count > 0 && len > 0 {
+            let kept = pcs
+                .iter()
+                .filter(|pc| !threads::is_own_frame(pc.load(Ordering::Relaxed)))
+                .count();
+            if count > 0 && kept > 0 {
                 file.word(count);
-                file.word(len as u64);
+                file.word(kept as u64);
                 for pc in pcs {
-                    file.word(pc.load(Ordering::Relaxed));
+                    let pc = pc.load(Ordering::Relaxed);
+                    if !threads::is_own_frame(pc) {
+                        file.word(pc);
+                    }
                 }
             }
         }
@@ -999,6 +1057,28 @@ fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
     ));
 }
 
+/// The stop line's `(achieved N Hz)` clause: samples per CPU-second of
+/// the process (per wall second in realtime mode) when that is more than
+/// 20% off the rate asked, after at least 0.2 s — the `setitimer`
+/// fallback fires on kernel ticks (191 samples for 1 CPU-s at 1000 Hz
+/// here); empty otherwise.
+fn achieved_rate(session: &Session, samples: u64) -> String {
+    let seconds = if session.settings.realtime {
+        session.started.elapsed().as_secs_f64()
+    } else {
+        process_cpu_ns().saturating_sub(session.start_process_cpu_ns) as f64 / 1e9
+    };
+    if seconds < 0.2 || session.settings.realtime && session.clock != Trigger::WallClock {
+        return String::new();
+    }
+    let achieved = samples as f64 / seconds;
+    let asked = f64::from(session.settings.frequency);
+    if (achieved - asked).abs() <= 0.2 * asked {
+        return String::new();
+    }
+    format!(" (achieved {achieved:.0} Hz)")
+}
+
 /// The stop line's account of what the host took: the sampling signal,
 /// perf descriptors it closed, threads beyond the descriptor budget.
 fn host_losses(session: &Session) -> String {
@@ -1039,11 +1119,18 @@ fn install_profiling_handler(signal: i32) {
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = signal_path::on_profiling_signal as *const () as usize;
-        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
+        // SA_ONSTACK: on a thread with an alternate signal stack (every
+        // Go thread; the goroutine stacks are small) the kernel's signal
+        // frame goes there; the handler then moves to a stack of its own.
+        action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART | libc::SA_ONSTACK;
         // Every signal waits for the few microseconds of a sample, so a
         // program's handler never runs on the agent's handler stack.
         libc::sigfillset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        let mut previous: libc::sigaction = std::mem::zeroed();
+        crate::sigmask::real_sigaction(signal, &action, &mut previous);
+        if previous.sa_sigaction != signal_path::on_profiling_signal as *const () as usize {
+            crate::sigmask::own(signal, &previous);
+        }
     }
     HANDLER_INSTALLED.store(true, Ordering::Relaxed);
 }
@@ -1074,6 +1161,57 @@ struct PreviousActions(UnsafeCell<[Option<libc::sigaction>; 3]>);
 unsafe impl Sync for PreviousActions {}
 static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(UnsafeCell::new([None, None, None]));
 
+/// Set when the program put `SIG_DFL` back on a termination signal while
+/// our handler was on it, indexed like [`TERMINATION_SIGNALS`]: ours
+/// stays, writes the profile, then acts as the default would (see
+/// [`program_sets_termination_action`]).
+static PROGRAM_DEFAULT: [AtomicBool; 3] = [
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+];
+
+/// Our `sigaction`/`signal` on SIGTERM, SIGINT, SIGHUP, before libc's.
+/// A program that sets the default action on one (Chromium's child
+/// processes reset their signals so) would otherwise be ended by it
+/// without a profile; since ours writes the profile and then acts as the
+/// default, it stays, and the program reads back `SIG_DFL`. Returns the
+/// action to report as the previous one when handled here; None: libc's
+/// `sigaction` does the call (any handler or `SIG_IGN` the program sets
+/// replaces ours, as before).
+pub(crate) fn program_sets_termination_action(
+    signal: i32,
+    act: Option<&libc::sigaction>,
+) -> Option<libc::sigaction> {
+    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal)?;
+    let ours = on_termination_signal as *const () as usize;
+    if crate::crash::current_handler(signal) != ours {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let default: libc::sigaction = unsafe { std::mem::zeroed() };
+    let previous = if PROGRAM_DEFAULT[index].load(Ordering::Acquire) {
+        default
+    } else {
+        // What the program sees today: our handler, as installed.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reads the disposition into a local.
+        unsafe { crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut current) };
+        current
+    };
+    match act {
+        None => Some(previous),
+        Some(action) if action.sa_sigaction == libc::SIG_DFL => {
+            PROGRAM_DEFAULT[index].store(true, Ordering::Release);
+            Some(previous)
+        }
+        Some(_) => {
+            PROGRAM_DEFAULT[index].store(false, Ordering::Release);
+            None
+        }
+    }
+}
+
 fn install_termination_handler(signal: i32) {
     let Some(index) = TERMINATION_SIGNALS.iter().position(|&s| s == signal) else {
         return;
@@ -1082,7 +1220,7 @@ fn install_termination_handler(signal: i32) {
     // before the handler that reads it is installed.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut previous);
         if previous.sa_sigaction == libc::SIG_IGN {
             // Ignored (e.g. SIGHUP under nohup): it ends nothing.
             return;
@@ -1092,7 +1230,7 @@ fn install_termination_handler(signal: i32) {
         action.sa_sigaction = on_termination_signal as *const () as usize;
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
     }
 }
 
@@ -1109,20 +1247,33 @@ extern "C" fn on_termination_signal(
     // SAFETY: as above.
     let saved = unsafe { *errno };
     if let Some(sampler) = existing_sampler() {
-        if sampler.running.load(Ordering::Acquire) && CONTROL_TID.load(Ordering::Acquire) != 0 {
-            ask_control_thread(sampler, &TERMINATION_REQUESTS, &TERMINATION_DONE);
+        if sampler.running.load(Ordering::Acquire) {
+            match CONTROL_TID.load(Ordering::Acquire) {
+                0 => {
+                    // No thread of ours: written here, async-signal-safe.
+                    write_without_control_thread();
+                    sampler.running.store(true, Ordering::Release);
+                }
+                _ => ask_control_thread(sampler, &TERMINATION_REQUESTS, &TERMINATION_DONE),
+            }
         }
     }
     let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
     // SAFETY: read-only after installation.
-    let previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
+    let mut previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
+    if index.is_some_and(|i| PROGRAM_DEFAULT[i].load(Ordering::Acquire)) {
+        // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+        previous = Some(unsafe { std::mem::zeroed() });
+    }
     // SAFETY: restores the previous action or runs it, as the kernel would.
     unsafe {
         match previous {
             Some(previous) if previous.sa_sigaction == libc::SIG_DFL => {
                 // Default action: reinstall it and re-raise; the signal is
                 // blocked until we return, then it ends the process.
-                libc::sigaction(signal, &previous, std::ptr::null_mut());
+                // libc's own: ours would keep our handler (see
+                // program_sets_termination_action).
+                crate::sigmask::real_sigaction(signal, &previous, std::ptr::null_mut());
                 libc::raise(signal);
             }
             Some(previous) if previous.sa_sigaction != libc::SIG_IGN => {
@@ -1186,7 +1337,7 @@ pub(crate) fn install_switch(signal: i32, base: String) -> Result<(), String> {
     // SAFETY: sigaction with valid pointers.
     unsafe {
         let mut previous: libc::sigaction = std::mem::zeroed();
-        libc::sigaction(signal, std::ptr::null(), &mut previous);
+        crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut previous);
         if previous.sa_sigaction != libc::SIG_DFL {
             return Err(format!(
                 "signal {signal} already in use; CPUPROFILESIGNAL switch not installed"
@@ -1202,7 +1353,7 @@ pub(crate) fn install_switch(signal: i32, base: String) -> Result<(), String> {
         action.sa_sigaction = on_switch_signal as *const () as usize;
         action.sa_flags = libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
-        libc::sigaction(signal, &action, std::ptr::null_mut());
+        crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
     }
     Ok(())
 }
@@ -1232,6 +1383,80 @@ fn handle_switch_presses() {
     }
 }
 
+/// True when a session with `settings` needs the control thread from its
+/// start: realtime mode (the driver is a thread anyway), periodic writes,
+/// or a process that already runs other threads (one more changes
+/// nothing it can rely on). Otherwise the thread waits until the program
+/// creates its first thread ([`program_creates_a_thread`]): a process
+/// that must stay single-threaded (a fork server such as Chromium's
+/// zygote, a sandbox that counts `/proc/self/task` before it engages)
+/// stays so under the agent. Until then the signal handler fills the
+/// two stack tables in turn and the profile is written at the end.
+fn needs_control_thread_now(settings: &Settings, control: &Control) -> bool {
+    settings.realtime
+        || settings.flush_seconds > 0
+        || control.switch.is_some()
+        || threads::list_threads().len() > 1
+}
+
+/// Our `pthread_create`, before the program's thread is created: a
+/// process that becomes multi-threaded gets the control thread now (while
+/// still single-threaded, so growing the descriptor table costs no RCU
+/// grace period), if a session runs or the switch is installed.
+pub(crate) fn program_creates_a_thread() {
+    adopt_if_cloned_child();
+    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+        return;
+    }
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let wanted = {
+        let control = lock(&CONTROL);
+        control.session.is_some() || control.switch.is_some()
+    };
+    if wanted {
+        ensure_control_thread(sampler);
+    }
+}
+
+/// After the program's `dlopen`, `dlmopen` or `dlclose` returned (see
+/// [`crate::loader`]; normal context, the loader lock released): with a
+/// control thread, it is told the modules changed; without one (a
+/// single-threaded process, a fork server) the calling thread rebuilds
+/// the snapshot itself, if the loader's objects changed. The only other
+/// holder of [`CONTROL`] can then be the calling thread itself (the
+/// program's dlopen called from within ours), so `try_lock` decides, and
+/// a busy lock leaves the snapshot marked stale for the next refresh.
+pub(crate) fn program_changed_its_objects() {
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } != session_pid() {
+        // A vfork child (the parent's memory) or a cloned child not yet
+        // adopted (unarmed): nothing of ours to refresh.
+        return;
+    }
+    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+        sampler.modules_stale.store(true, Ordering::Relaxed);
+        sampler.wake_control();
+        return;
+    }
+    let mut guard = match CONTROL.try_lock() {
+        Ok(held) => held,
+        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+        Err(std::sync::TryLockError::WouldBlock) => {
+            sampler.modules_stale.store(true, Ordering::Relaxed);
+            return;
+        }
+    };
+    let control = &mut *guard;
+    if control.session.is_some() {
+        refresh_modules(control, sampler, false);
+    }
+}
+
 /// Starts the control thread if there is none (it drains tables, follows
 /// dlopen and new threads, flushes periodically and serves the switch and
 /// termination signals).
@@ -1239,7 +1464,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     if CONTROL_TID.load(Ordering::Acquire) != 0 {
         return;
     }
-    let _ = sampler;
+    sampler.has_drainer.store(true, Ordering::Release);
     CONTROL_TID.store(-1, Ordering::Release);
     extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
         CONTROL_TID.store(gettid(), Ordering::Release);
@@ -1248,6 +1473,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     }
     if threads::spawn_internal(control_main).is_err() {
         CONTROL_TID.store(0, Ordering::Release);
+        sampler.has_drainer.store(false, Ordering::Release);
         diag("cannot start the control thread; periodic work disabled");
         return;
     }
@@ -1381,14 +1607,48 @@ extern "C" fn fork_parent() {
     drop(unsafe { (*FORK_GUARDS.0.get()).take() });
 }
 
+/// A child made by the raw `clone` system call runs no `pthread_atfork`
+/// handler (Chromium's zygote makes its renderers so, with
+/// `ForkWithFlags`): it inherits the parent's session, unarmed. When it
+/// creates its first thread (a `vfork` child, which shares the parent's
+/// memory, never does), it becomes a forked child as [`fork_child`] makes
+/// one: its own session into `path_<pid>`.
+fn adopt_if_cloned_child() {
+    let session = session_pid();
+    // SAFETY: getpid is always safe.
+    if session == 0 || unsafe { libc::getpid() } == session {
+        return;
+    }
+    let control = lock(&CONTROL);
+    let threads = lock(&THREADS);
+    // SAFETY: getpid is always safe.
+    if unsafe { libc::getpid() } == session_pid() {
+        return;
+    }
+    continue_in_child(control, threads);
+}
+
 /// In the child: forget the parent's threads, timers and samples; keep
 /// profiling the child (if a session runs) into `path_<pid>`.
 extern "C" fn fork_child() {
     // SAFETY: see ForkGuards.
-    let Some((mut control, mut threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
+    let Some((control, threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
         return;
     };
+    continue_in_child(control, threads);
+}
+
+/// See [`fork_child`]; `control` and `threads` are the locks, held.
+fn continue_in_child(
+    mut control: MutexGuard<'static, Control>,
+    mut threads: MutexGuard<'static, Option<Arming>>,
+) {
+    // SAFETY: getpid is always safe.
+    SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     CONTROL_TID.store(0, Ordering::Release);
+    if let Some(sampler) = existing_sampler() {
+        sampler.has_drainer.store(false, Ordering::Release);
+    }
     crate::wall_driver::forget_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
     control.window = None;
@@ -1449,11 +1709,16 @@ extern "C" fn fork_child() {
             }
             *threads = arming;
             let (session_clock, signal) = (session.clock, session.settings.signal);
+            // A forked child has one thread; it gets ours only when it
+            // creates one, or when the session needs it at once.
+            let thread_now = session.settings.realtime || session.settings.flush_seconds > 0;
             control.session = Some(session);
             let wall = session_clock == Trigger::WallClock;
             drop(threads);
             drop(control);
-            ensure_control_thread(sampler);
+            if thread_now {
+                ensure_control_thread(sampler);
+            }
             if wall {
                 if let Err(e) = crate::wall_driver::start(period_ns, signal) {
                     diag(&format!("forked child: realtime mode: {e}"));
@@ -1492,6 +1757,13 @@ fn loaded_as_libcpuprof() -> bool {
     let path = unsafe { std::ffi::CStr::from_ptr(here.dli_fname) }.to_string_lossy();
     let file = path.rsplit('/').next().unwrap_or("");
     file.starts_with("libcpuprof")
+}
+
+/// True when the main program is written in Go (with cgo, since the agent
+/// is loaded): it has a `.go.buildinfo` section.
+fn is_go_program() -> bool {
+    static GO: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *GO.get_or_init(|| crate::symbols::has_section("/proc/self/exe", b".go.buildinfo"))
 }
 
 /// True for setuid/setgid programs (AT_SECURE), which are never profiled.

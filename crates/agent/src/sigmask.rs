@@ -16,9 +16,11 @@
 //! then stops arming it). A mask a program reads back shows the signal
 //! unblocked.
 
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::cell::UnsafeCell;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicI32, AtomicUsize, Ordering};
 
-use crate::interpose::{PTHREAD_SIGMASK, SIGPROCMASK};
+use crate::interpose::{PTHREAD_SIGMASK, SIGACTION, SIGNAL, SIGPROCMASK};
 
 /// The signal kept unblocked (0: none).
 static PROTECTED: AtomicI32 = AtomicI32::new(0);
@@ -120,4 +122,176 @@ pub unsafe extern "C" fn sigprocmask(
 ) -> i32 {
     // SAFETY: forwarded under the caller's contract.
     unsafe { filtered(&SIGPROCMASK, how, set, old) }
+}
+
+/// The real-time signal our sampling handler is installed on, for the
+/// process's life (0: none). The program's `sigaction` and `signal` on it
+/// are recorded, not installed: see [`sigaction`].
+static OWNED: AtomicI32 = AtomicI32::new(0);
+
+/// The program's own action on the [`OWNED`] signal, double-buffered so
+/// that the signal handler reads a complete one: [`PROGRAM_CURRENT`] is
+/// the index of the valid slot.
+struct ProgramActions(UnsafeCell<[libc::sigaction; 2]>);
+// SAFETY: a slot is written only while it is not the current one (under
+// the writers' own serialization, see `record_program_action`), then
+// published by an atomic store; readers read the current slot only.
+unsafe impl Sync for ProgramActions {}
+static PROGRAM_ACTIONS: ProgramActions =
+    // SAFETY: an all-zero sigaction is SIG_DFL with an empty mask.
+    ProgramActions(UnsafeCell::new(unsafe { std::mem::zeroed() }));
+static PROGRAM_CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PROGRAM_WRITERS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// libc's `sigaction`, bypassing ours: the agent's own calls.
+///
+/// # Safety
+/// As libc's `sigaction`.
+pub(crate) unsafe fn real_sigaction(
+    signal: i32,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> i32 {
+    type SigactionFn =
+        unsafe extern "C" fn(i32, *const libc::sigaction, *mut libc::sigaction) -> i32;
+    match SIGACTION.address() {
+        // SAFETY: a raw system call with the caller's arguments (the
+        // kernel's struct differs from libc's, so this only reports).
+        0 => unsafe {
+            *libc::__errno_location() = libc::ENOSYS;
+            -1
+        },
+        // SAFETY: libc's sigaction, which has this type.
+        address => unsafe { std::mem::transmute::<usize, SigactionFn>(address)(signal, act, old) },
+    }
+}
+
+/// Marks `signal` as the agent's sampling signal from now on (our handler
+/// was just installed on it): the program's later actions on it are
+/// recorded for it. `previous` is what was there before ours.
+pub(crate) fn own(signal: i32, previous: &libc::sigaction) {
+    if signal == libc::SIGPROF
+        || !(1..=64).contains(&signal)
+        || OWNED.load(Ordering::Acquire) == signal
+    {
+        return;
+    }
+    record_program_action(previous);
+    OWNED.store(signal, Ordering::Release);
+}
+
+fn record_program_action(action: &libc::sigaction) {
+    let _writers = PROGRAM_WRITERS
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let next = PROGRAM_CURRENT.load(Ordering::Acquire) ^ 1;
+    // SAFETY: slot `next` is not the current one; only writers (serialized
+    // above) touch it.
+    unsafe { (*PROGRAM_ACTIONS.0.get())[next] = *action };
+    PROGRAM_CURRENT.store(next, Ordering::Release);
+}
+
+fn program_action() -> libc::sigaction {
+    let current = PROGRAM_CURRENT.load(Ordering::Acquire);
+    // SAFETY: the current slot is complete (published after its write).
+    unsafe { (*PROGRAM_ACTIONS.0.get())[current] }
+}
+
+/// In our sampling handler: true when this signal is not one of the
+/// agent's clocks' (it was sent by `kill`, `sigqueue`, or `tgkill` outside
+/// realtime mode) — then it was handed to the program's own handler on the
+/// signal, if it set one. Async-signal-safe.
+pub(crate) fn forward_foreign(
+    signal: i32,
+    info: *mut libc::siginfo_t,
+    ucontext: *mut c_void,
+    wall_mode: bool,
+) -> bool {
+    if info.is_null() || signal != OWNED.load(Ordering::Acquire) {
+        return false;
+    }
+    // SAFETY: the kernel's siginfo for this signal.
+    let code = unsafe { (*info).si_code };
+    let foreign =
+        code == libc::SI_USER || code == libc::SI_QUEUE || (code == libc::SI_TKILL && !wall_mode);
+    if !foreign {
+        return false;
+    }
+    let action = program_action();
+    if action.sa_sigaction != libc::SIG_DFL && action.sa_sigaction != libc::SIG_IGN {
+        // SAFETY: the program installed this handler with these flags.
+        unsafe { crate::crash::call_handler(signal, &action, info, ucontext) };
+    }
+    true
+}
+
+/// `sigaction(2)`: on the agent's sampling signal, records the program's
+/// action and reports the program's previous one, leaving ours installed
+/// (a runtime such as Go's puts a handler on every signal after the agent
+/// chose its own); signals sent to it by others reach that handler
+/// ([`forward_foreign`]). Every other signal goes to libc's unchanged.
+///
+/// # Safety
+/// As libc's: `act` and `old` are null or valid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn sigaction(
+    signal: i32,
+    act: *const libc::sigaction,
+    old: *mut libc::sigaction,
+) -> i32 {
+    if signal == 0 || signal != OWNED.load(Ordering::Acquire) {
+        // SAFETY: the caller's valid pointer, if any.
+        let given = unsafe { act.as_ref() };
+        if let Some(previous) = crate::profiler::program_sets_termination_action(signal, given) {
+            if !old.is_null() {
+                // SAFETY: the caller's valid pointer.
+                unsafe { *old = previous };
+            }
+            return 0;
+        }
+        // SAFETY: forwarded under the caller's contract.
+        return unsafe { real_sigaction(signal, act, old) };
+    }
+    let previous = program_action();
+    if !old.is_null() {
+        // SAFETY: the caller's valid pointer.
+        unsafe { *old = previous };
+    }
+    if !act.is_null() {
+        // SAFETY: the caller's valid pointer.
+        record_program_action(unsafe { &*act });
+    }
+    0
+}
+
+/// `signal(2)`, recorded like [`sigaction`] on the agent's sampling signal.
+///
+/// # Safety
+/// As libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signal(signum: i32, handler: libc::sighandler_t) -> libc::sighandler_t {
+    if signum == 0 || signum != OWNED.load(Ordering::Acquire) {
+        if handler == libc::SIG_DFL {
+            // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+            let default: libc::sigaction = unsafe { std::mem::zeroed() };
+            if let Some(previous) =
+                crate::profiler::program_sets_termination_action(signum, Some(&default))
+            {
+                return previous.sa_sigaction;
+            }
+        }
+        type SignalFn = unsafe extern "C" fn(i32, libc::sighandler_t) -> libc::sighandler_t;
+        return match SIGNAL.address() {
+            0 => libc::SIG_ERR,
+            // SAFETY: libc's signal, which has this type.
+            address => unsafe { std::mem::transmute::<usize, SignalFn>(address)(signum, handler) },
+        };
+    }
+    let previous = program_action();
+    // SAFETY: a zeroed sigaction is valid; BSD semantics as glibc's signal.
+    let mut action: libc::sigaction = unsafe { std::mem::zeroed() };
+    action.sa_sigaction = handler;
+    action.sa_flags = libc::SA_RESTART;
+    record_program_action(&action);
+    previous.sa_sigaction
 }

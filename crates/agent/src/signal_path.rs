@@ -382,6 +382,10 @@ pub(crate) struct Sampler {
     pub(crate) wall_period_ns: AtomicU64,
     /// Set by the handler when it sees a PC outside every known module.
     pub(crate) modules_stale: AtomicBool,
+    /// True while a control thread drains the tables; without one the
+    /// handler moves to the other table itself when the active one is
+    /// half full and the other empty (see [`take_sample`]).
+    pub(crate) has_drainer: AtomicBool,
     /// Bumped (and futex-woken) to wake the control thread.
     pub(crate) wake_word: AtomicU32,
     pub(crate) stats: Stats,
@@ -402,6 +406,27 @@ impl Sampler {
             }
         }
         None
+    }
+
+    /// Without a control thread: makes the other table the active one when
+    /// table `active` is half full and the other holds nothing, so a
+    /// process that never gets a thread of ours has both tables' room.
+    /// Async-signal-safe (atomics); the writer at the end drains both.
+    pub(crate) fn turn_tables_if_other_empty(&self, active: usize) {
+        let (Some(table), Some(other)) = (self.tables.get(active), self.tables.get(active ^ 1))
+        else {
+            return;
+        };
+        let half_full = table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
+            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2;
+        if half_full && other.occupied.load(Ordering::Acquire) == 0 {
+            let _ = self.active_table.compare_exchange(
+                active,
+                active ^ 1,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            );
+        }
     }
 
     /// Wakes the control thread (async-signal-safe: an atomic add and a
@@ -445,7 +470,10 @@ pub(crate) extern "C" fn on_profiling_signal(
     if !sampler.is_null() {
         // SAFETY: the sampler is never freed once published.
         let sampler = unsafe { &*sampler };
-        if sampler.running.load(Ordering::Acquire) {
+        let wall_mode = sampler.wall_period_ns.load(Ordering::Relaxed) != 0;
+        if crate::sigmask::forward_foreign(_sig, info, ucontext, wall_mode) {
+            // Sent by someone else: the program's (see sigmask::sigaction).
+        } else if sampler.running.load(Ordering::Acquire) {
             sampler.stats.interrupts.fetch_add(1, Ordering::Relaxed);
             // Who we are, once per signal: the weight and the unwinder
             // both need it.
@@ -732,6 +760,9 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
         if occupied == sampler.tables[0].entries.len() / 2 {
             sampler.wake_control();
         }
+        if !sampler.has_drainer.load(Ordering::Acquire) {
+            sampler.turn_tables_if_other_empty(active);
+        }
     }
     sampler.gate.leave(side);
 }
@@ -844,7 +875,7 @@ pub(crate) fn unwind(
     // SAFETY: we won `busy`, so the cache is ours until released.
     let cache = unsafe { &mut *slot.cache.get() };
     let mut read_stack = |addr: u64| -> Result<u64, ()> {
-        if addr >= sp && addr % 8 == 0 && addr.checked_add(8).is_some_and(|end| end <= stack_end) {
+        if addr >= sp && addr.is_multiple_of(8) && addr.checked_add(8).is_some_and(|end| end <= stack_end) {
             // SAFETY: [sp, stack_end) is the mapped stack of this thread.
             Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
         } else {

@@ -90,6 +90,36 @@ fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// True when the ELF object at `path` has a section named `name` (e.g.
+/// `.go.buildinfo`, which every Go program has).
+pub(crate) fn has_section(path: &str, name: &[u8]) -> bool {
+    let find = || -> Option<bool> {
+        let file = File::open(path).ok()?;
+        let header = read_at(&file, 0, 64)?;
+        if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+            return None;
+        }
+        let shoff = u64_at(&header, 0x28)?;
+        let shentsize = u16_at(&header, 0x3a)? as u64;
+        let shnum = (u16_at(&header, 0x3c)? as usize).min(MAX_HEADERS);
+        let shstrndx = u16_at(&header, 0x3e)? as usize;
+        if shentsize < 64 || shstrndx >= shnum {
+            return None;
+        }
+        let table = read_at(&file, shoff, shentsize * shnum as u64)?;
+        let section = |i: usize| table.get(i * shentsize as usize..(i + 1) * shentsize as usize);
+        let names_header = section(shstrndx)?;
+        let names = read_at(&file, u64_at(names_header, 24)?, u64_at(names_header, 32)?)?;
+        Some((0..shnum).any(|i| {
+            section(i)
+                .and_then(|sh| u32_at(sh, 0))
+                .and_then(|at| names.get(at as usize..))
+                .is_some_and(|rest| rest.starts_with(name) && rest.get(name.len()) == Some(&0))
+        }))
+    };
+    find().unwrap_or(false)
+}
+
 const PT_LOAD: u32 = 1;
 const PT_NOTE: u32 = 4;
 const SHT_SYMTAB: u32 = 2;

@@ -59,6 +59,7 @@ pub unsafe extern "C" fn pthread_create(
         // SAFETY: forwarding the caller's arguments unchanged.
         return unsafe { real(thread, attr, start, arg) };
     }
+    crate::profiler::program_creates_a_thread();
     let args = Box::into_raw(Box::new(StartArgs { start, arg }));
     // SAFETY: the trampoline takes ownership of `args` when it runs.
     let rc = unsafe { real(thread, attr, trampoline, args.cast()) };
@@ -346,5 +347,68 @@ pub(crate) fn register_current_thread() {
         if let Some(arming) = *threads {
             arm_slot(sampler, arming, tid);
         }
+    }
+}
+
+/// The executable range of `libcpuprof.so` itself, [start, end) (0, 0
+/// when the agent is linked into the program as the rlib, or before the
+/// first session): its frames — the thread-start trampoline at the bottom
+/// of every thread made through our `pthread_create`, our interposed
+/// functions — are taken out of every stack the agent writes
+/// ([`drop_own_frames`]), so other tools see the program alone.
+static OWN_CODE: [std::sync::atomic::AtomicU64; 2] = [
+    std::sync::atomic::AtomicU64::new(0),
+    std::sync::atomic::AtomicU64::new(0),
+];
+
+/// Finds [`OWN_CODE`] (at a session's start; not in a signal handler).
+pub(crate) fn find_own_code(as_library: bool) {
+    if !as_library || OWN_CODE[1].load(Ordering::Acquire) != 0 {
+        return;
+    }
+    let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on one of our own functions.
+    if unsafe { libc::dladdr(trampoline as *const c_void, &mut here) } == 0 {
+        return;
+    }
+    let base = here.dli_fbase as u64;
+    unsafe extern "C" fn each(info: *mut libc::dl_phdr_info, _: usize, data: *mut c_void) -> c_int {
+        // SAFETY: the loader's record; `data` is our (base, start, end).
+        unsafe {
+            let found = &mut *(data as *mut (u64, u64, u64));
+            let info = &*info;
+            if info.dlpi_addr != found.0 || info.dlpi_phdr.is_null() {
+                return 0;
+            }
+            for i in 0..info.dlpi_phnum as usize {
+                let ph = &*info.dlpi_phdr.add(i);
+                if ph.p_type == libc::PT_LOAD && ph.p_flags & libc::PF_X != 0 {
+                    found.1 = info.dlpi_addr + ph.p_vaddr;
+                    found.2 = found.1 + ph.p_memsz;
+                }
+            }
+            1
+        }
+    }
+    let mut found = (base, 0u64, 0u64);
+    // SAFETY: a callback that only reads the loader's records.
+    unsafe { libc::dl_iterate_phdr(Some(each), (&mut found as *mut (u64, u64, u64)).cast()) };
+    if found.2 > found.1 {
+        OWN_CODE[0].store(found.1, Ordering::Relaxed);
+        OWN_CODE[1].store(found.2, Ordering::Release);
+    }
+}
+
+/// True when `pc` is in the agent's own code (see [`OWN_CODE`]).
+/// Async-signal-safe (atomics).
+pub(crate) fn is_own_frame(pc: u64) -> bool {
+    let end = OWN_CODE[1].load(Ordering::Acquire);
+    end != 0 && pc < end && pc >= OWN_CODE[0].load(Ordering::Relaxed)
+}
+
+/// Takes the agent's own frames out of `stack` (see [`OWN_CODE`]).
+pub(crate) fn drop_own_frames(stack: &mut Vec<u64>) {
+    if OWN_CODE[1].load(Ordering::Acquire) != 0 {
+        stack.retain(|&pc| !is_own_frame(pc));
     }
 }

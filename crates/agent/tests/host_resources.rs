@@ -161,7 +161,8 @@ fn threads_blocking_every_signal_survive_a_small_signal_queue() {
 }
 
 /// Proves: a program that puts its own handler on the agent's sampling
-/// signal later is noticed at the next wake of the control thread
+/// signal later, past the agent's `sigaction` (glibc's `__sigaction`, or
+/// a raw system call), is noticed at the next wake of the control thread
 /// (≤ 100 ms): the agent stops arming the signal, says so in one stderr
 /// line with the samples lost, keeps the samples taken before, and never
 /// calls the program's handler itself (only signals already under way
@@ -172,7 +173,7 @@ fn a_program_taking_the_sampling_signal_is_noticed_and_left_alone() {
     let program = build_c(dir.path(), "takes_signal", false);
     let profile = dir.path().join("taken.prof");
     let hz = 200;
-    let out = run_ok(&mut preloaded(&program, &profile, hz));
+    let out = run_ok(preloaded(&program, &profile, hz).arg("alias"));
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     let ran: u64 = stdout
@@ -197,4 +198,45 @@ fn a_program_taking_the_sampling_signal_is_noticed_and_left_alone() {
     assert!(stacks.cum("before_taking") >= 50, "{stderr}");
     assert!(stacks.cum("after_taking") <= 40, "{stderr}");
     eprintln!("handler ran {ran} times; {stderr}");
+}
+
+/// Proves (issue 22: the Go runtime puts a handler on every signal after
+/// the agent chose its own, and sampling stopped): a program that puts its
+/// own handler on every real-time signal through `sigaction`, as the Go
+/// runtime does, is still sampled at the full rate afterwards (the agent
+/// records the program's action on its signal instead of installing it),
+/// its handler never runs for the agent's samples, and every signal the
+/// program sends itself with `kill` reaches its handler, the agent's
+/// signal included.
+#[test]
+fn a_program_handling_every_signal_keeps_its_signals_and_is_sampled() {
+    let dir = tempdir();
+    let program = build_c(dir.path(), "takes_signal", false);
+    let profile = dir.path().join("every.prof");
+    let hz = 200;
+    let out = run_ok(preloaded(&program, &profile, hz).arg("libc"));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let without = run_ok(Command::new(&program).arg("libc"));
+    assert_eq!(
+        stdout,
+        String::from_utf8_lossy(&without.stdout),
+        "the program's own signals with and without the agent\n{stderr}"
+    );
+    assert!(stdout.ends_with("ran 0\n"), "{stdout}");
+    let sent: Vec<&str> = stdout.split_whitespace().collect();
+    assert_eq!(
+        sent.get(1),
+        sent.get(3),
+        "each signal sent ran the handler once: {stdout}"
+    );
+    assert!(!stderr.contains("installed its own handler"), "{stderr}");
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    // 1 CPU-s at 200 Hz after taking the signals.
+    assert!(
+        stacks.cum("after_taking") >= 160,
+        "after_taking: {} samples\n{stderr}",
+        stacks.cum("after_taking")
+    );
+    eprintln!("{stdout}{stderr}");
 }

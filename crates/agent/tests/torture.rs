@@ -17,7 +17,8 @@
 //! `RLIMIT_SIGPENDING`.
 //!
 //! `CPUPROF_TORTURE_LONG=1` runs the long variants: xz on 50 MB instead of
-//! 8 MB, 10,000 threads instead of 2,000.
+//! 8 MB, 10,000 threads instead of 2,000, Chromium with `--no-zygote`,
+//! firefox-esr's screenshot, and longer Node, JVM and cgo runs.
 //! `cargo test --release -p cpuprof --test torture -- --nocapture` prints
 //! each scenario's figures.
 
@@ -1062,5 +1063,418 @@ fn short_processes_do_not_wait_for_the_descriptor_table() {
         with - without < 5.0,
         "the agent adds {:.2} ms of waiting per process",
         with - without
+    );
+}
+
+/// Proves (issue 22, regression: Chromium's zygote aborted under the agent,
+/// `CHECK(IsSingleThreaded())` on `/proc/self/task`): a fork server of
+/// Chromium's shape (`tests/c/fork_server.c`) — a process that counts its
+/// threads, forks children that only call async-signal-safe functions and
+/// leave by `_exit`, and makes one child by the raw `clone` system call —
+/// sees one thread everywhere with the agent as without it (the agent
+/// starts no thread of its own until the program creates one), and still
+/// leaves a readable profile per process: the server's with its work, each
+/// forked child's with its own.
+#[test]
+fn fork_server_stays_single_threaded_and_is_profiled() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "fork_server");
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let hz = 1000;
+    let make = || plain(&program);
+    let (without, with) = run_both("fork server", &make, None, &profiles.join("fs.prof"), hz);
+    let stdout = String::from_utf8_lossy(&without.stdout);
+    assert_eq!(
+        stdout,
+        "server 1\nserver after work 1\nforked child 1\nforked child 1\nforked child 1\ncloned child 1\nserver at the end 1\n",
+        "without the agent"
+    );
+    let (files, _) = read_all_profiles(&profiles, "fs.prof");
+    assert_eq!(
+        files.len(),
+        4,
+        "the server's and 3 forked children's (the raw clone child runs no atfork handler and writes none): {files:?}"
+    );
+    let server = NamedStacks::of(&read_profile(&profiles.join("fs.prof")));
+    assert!(
+        server.cum("server_work") >= 100,
+        "server_work: {} of {}",
+        server.cum("server_work"),
+        server.total()
+    );
+    for file in files.iter().filter(|f| !f.ends_with("fs.prof")) {
+        let child = NamedStacks::of(&read_profile(file));
+        assert!(
+            child.cum("child_work") >= 50 && child.cum("server_work") == 0,
+            "{}: child_work {} of {}",
+            file.display(),
+            child.cum("child_work"),
+            child.total()
+        );
+    }
+    eprintln!(
+        "fork server: {} profiles, {:.3} CPU-s",
+        files.len(),
+        with.cpu
+    );
+}
+
+// ---- The biggest programs people run (issue 22) ----
+
+/// Runs `make()` without the agent, then with it (gperftools' format at
+/// `hz` into `profiles/NAME.prof`, children into `NAME.prof_<pid>`), and
+/// asserts the same exit status and stdout. Stderr is not compared for
+/// these programs: their own logs carry pids and times.
+fn run_big(what: &str, make: &dyn Fn() -> Command, profiles: &Path, hz: u32) -> (Run, Run) {
+    let without = measure(&mut make(), None);
+    let with = measure(
+        with_agent(&mut make(), &profiles.join(format!("{what}.prof")), hz),
+        None,
+    );
+    assert_eq!(
+        without.status, with.status,
+        "{what}: exit status without the agent {} and with it {}\nstderr with it:\n{}",
+        without.status, with.status, with.stderr
+    );
+    assert!(
+        without.stdout == with.stdout,
+        "{what}: stdout differs ({} bytes without the agent, {} with it)\nstderr with it:\n{}",
+        without.stdout.len(),
+        with.stdout.len(),
+        with.stderr
+    );
+    (without, with)
+}
+
+/// The share of `profile`'s samples with a frame in no file-backed
+/// mapping (JIT-compiled code: V8's, HotSpot's), the leaf or a caller
+/// (JavaScript calling `sin` in libm).
+fn share_in_anonymous_code(profile: &cpuprof_profile::Profile) -> f64 {
+    let mut anonymous = 0i64;
+    let mut total = 0i64;
+    for sample in &profile.samples {
+        let count = sample.values.first().copied().unwrap_or(0);
+        total += count;
+        let jit = sample.locations.iter().any(|&id| {
+            !profile.locations[id.index()]
+                .mapping
+                .map(|m| &profile.mappings[m.index()])
+                .is_some_and(|m| {
+                    (m.path.starts_with('/') && !m.path.starts_with("/memfd:"))
+                        || m.path.starts_with('[')
+                })
+        });
+        if jit {
+            anonymous += count;
+        }
+    }
+    anonymous as f64 / total.max(1) as f64
+}
+
+/// A page whose JavaScript burns about 0.3 CPU-s in `hot`.
+const HOT_PAGE: &str = "<html><body><script>function hot(n){let s=0; for(let i=0;i<n;i++) s+=Math.sqrt(i%1000)*Math.sin(i); return s;} document.body.textContent=hot(3e7).toFixed(3);</script></body></html>";
+
+fn chromium_run(mode: &str) {
+    let _serial = serial();
+    let chromium = testkit_which("chromium");
+    let dir = tempdir();
+    let page = dir.path().join("page.html");
+    std::fs::write(&page, HOT_PAGE).unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let runs = std::cell::Cell::new(0);
+    let make = || {
+        runs.set(runs.get() + 1);
+        let user_data = dir.path().join(format!("user-data-{}", runs.get()));
+        let mut cmd = plain(&chromium);
+        cmd.args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+        ])
+        .arg(format!("--user-data-dir={}", user_data.display()));
+        if !mode.is_empty() {
+            cmd.arg(mode);
+        }
+        cmd.arg("--dump-dom")
+            .arg(format!("file://{}", page.display()));
+        cmd
+    };
+    let what = format!(
+        "chromium {}",
+        if mode.is_empty() { "(zygote)" } else { mode }
+    );
+    let (without, with) = run_big("chromium", &make, &profiles, 1000);
+    let dom = String::from_utf8_lossy(&without.stdout);
+    assert!(
+        dom.contains("<body>-34.218"),
+        "{what}: the page's DOM: {dom}"
+    );
+    let (files, total) = read_all_profiles(&profiles, "chromium.prof");
+    assert!(
+        files.len() >= 3,
+        "{what}: one profile per process: {files:?}"
+    );
+    // The renderer: the process with the most samples in JIT code (V8);
+    // the page's `hot` is about 0.3 CPU-s, 300 samples at 1000 Hz (the
+    // other processes have ~1% of theirs in JIT code).
+    let mut best = (0.0, 0i64, PathBuf::new());
+    for file in &files {
+        let profile = read_profile(file);
+        let samples = total_samples(&profile);
+        let share = share_in_anonymous_code(&profile);
+        if share * samples as f64 > best.0 * best.1 as f64 {
+            best = (share, samples, file.clone());
+        }
+    }
+    assert!(
+        best.0 * best.1 as f64 >= 50.0 && best.0 >= 0.2,
+        "{what}: no profile with ≥ 50 samples in V8's JIT code (best {best:?}); {} profiles, {total} samples",
+        files.len()
+    );
+    eprintln!(
+        "{what}: {} profiles, {total} samples; renderer {} with {} samples, {:.0}% in JIT code; wall {:.2} s without, {:.2} s with the agent",
+        files.len(),
+        best.2.display(),
+        best.1,
+        best.0 * 100.0,
+        without.wall,
+        with.wall
+    );
+}
+
+/// Proves (issue 22: Chromium aborted under the agent, its zygote counts
+/// `/proc/self/task`): Chromium headless in its default zygote mode prints
+/// the same DOM with the same status with the agent, and leaves one
+/// readable profile per process, among them the renderer's with the
+/// page's JavaScript in V8's JIT code.
+#[test]
+fn chromium_zygote_dumps_the_same_dom_and_profiles_the_renderer() {
+    chromium_run("");
+}
+
+/// As above with `--in-process-gpu` (it hung under the agent).
+#[test]
+fn chromium_in_process_gpu_dumps_the_same_dom() {
+    chromium_run("--in-process-gpu");
+}
+
+/// As above with `--no-zygote` (long variant: `CPUPROF_TORTURE_LONG=1`).
+#[test]
+fn chromium_no_zygote_dumps_the_same_dom() {
+    if long() {
+        chromium_run("--no-zygote");
+    }
+}
+
+/// Builds `tests/go/cgo_burn.go` with Debian's Go (cgo on).
+fn build_cgo_burn(dir: &Path) -> PathBuf {
+    let go = testkit_which("go");
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/go/cgo_burn.go");
+    let work = dir.join("go");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(&source, work.join("cgo_burn.go")).unwrap();
+    let output = dir.join("cgo_burn");
+    let out = Command::new(go)
+        .current_dir(&work)
+        .args(["build", "-o"])
+        .arg(&output)
+        .arg("cgo_burn.go")
+        .env("GO111MODULE", "off")
+        .env("GOFLAGS", "")
+        .env("CGO_ENABLED", "1")
+        .env("GOCACHE", dir.join("gocache"))
+        .env("GOPATH", dir.join("gopath"))
+        .output()
+        .expect("cannot run go");
+    assert!(
+        out.status.success(),
+        "go build: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    output
+}
+
+/// Proves (issue 22: the Go runtime puts its handlers on every signal
+/// after the agent chose its own, and leaves by `exit_group`): a Go
+/// program built with cgo — 4 goroutines calling a C loop and a Go loop,
+/// with the Go runtime's own SIGURG preemption — prints the same with the
+/// agent, and leaves a profile (written every second: a Go program never
+/// calls libc's `exit`) with both `c_burn` and `main.goBurn`, each near
+/// half of the samples, and no word of a lost signal.
+#[test]
+fn cgo_program_is_profiled_in_go_and_c() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build_cgo_burn(dir.path());
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let rounds = if long() { "400000000" } else { "160000000" };
+    let make = || {
+        let mut cmd = plain(&program);
+        cmd.arg(rounds);
+        cmd
+    };
+    let hz = 200;
+    let (_, with) = run_big("cgo", &make, &profiles, hz);
+    assert!(
+        String::from_utf8_lossy(&with.stdout).ends_with(" true\n"),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    assert!(
+        !with.stderr.contains("installed its own handler"),
+        "{}",
+        with.stderr
+    );
+    let (files, total) = read_all_profiles(&profiles, "cgo.prof");
+    assert_eq!(files.len(), 1, "{files:?}");
+    let stacks = NamedStacks::of(&read_profile(&files[0]));
+    let (c, go) = (stacks.cum("c_burn"), stacks.cum("main.goBurn"));
+    // The last second before exit_group is not in the file.
+    let expected = (with.cpu - 1.0).max(0.5) * f64::from(hz);
+    assert!(
+        (c + go) as f64 >= 0.6 * expected,
+        "c_burn {c} + main.goBurn {go} of {total} samples, expected ≥ 0.6 × {expected:.0}"
+    );
+    assert!(
+        c as f64 >= 0.25 * (c + go) as f64 && go as f64 >= 0.25 * (c + go) as f64,
+        "c_burn {c}, main.goBurn {go}"
+    );
+    eprintln!(
+        "cgo: {total} samples (c_burn {c}, main.goBurn {go}) for {:.2} CPU-s at {hz} Hz",
+        with.cpu
+    );
+}
+
+/// Proves: Node.js with 3 worker threads (V8 isolates on threads of their
+/// own, libuv's thread pool) prints the same sums with the agent, and the
+/// profile holds about CPU time × rate samples (every thread is sampled).
+#[test]
+fn node_worker_threads_are_unharmed_and_sampled() {
+    let _serial = serial();
+    let node = testkit_which("node");
+    let dir = tempdir();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/workers.js");
+    let n = if long() { "4e7" } else { "1e7" };
+    let make = || {
+        let mut cmd = plain(&node);
+        cmd.arg(&script).arg(n);
+        cmd
+    };
+    let hz = 200;
+    let (_, with) = run_big("node", &make, &profiles, hz);
+    assert!(
+        String::from_utf8_lossy(&with.stdout).starts_with("main "),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    let (files, total) = read_all_profiles(&profiles, "node.prof");
+    assert_samples_fit("node", total, with.cpu, hz, 0.6);
+    eprintln!(
+        "node: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
+        files.len(),
+        with.cpu
+    );
+}
+
+/// Proves: a JVM (Debian's OpenJDK) running 4 threads that allocate (the
+/// GC runs), get JIT-compiled and catch NullPointerExceptions (HotSpot's
+/// own SIGSEGV handler for implicit null checks, and its safepoints)
+/// prints the same with the agent and exits the same, with a profile of
+/// about CPU time × rate samples.
+#[test]
+fn jvm_threads_gc_jit_and_null_checks_are_unharmed() {
+    let _serial = serial();
+    let java = testkit_which("java");
+    let javac = testkit_which("javac");
+    let dir = tempdir();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/java/Torture.java");
+    std::fs::copy(&source, dir.path().join("Torture.java")).unwrap();
+    run_ok(
+        Command::new(javac)
+            .current_dir(dir.path())
+            .args(["-d", "."])
+            .arg("Torture.java"),
+    );
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let rounds = if long() { "20000000" } else { "3000000" };
+    let make = || {
+        let mut cmd = plain(&java);
+        cmd.current_dir(dir.path())
+            .args(["-Xmx256m", "-cp", "."])
+            .arg("Torture")
+            .arg(rounds);
+        cmd
+    };
+    let hz = 200;
+    let (_, with) = run_big("jvm", &make, &profiles, hz);
+    assert!(
+        String::from_utf8_lossy(&with.stdout).starts_with("total "),
+        "{}",
+        String::from_utf8_lossy(&with.stdout)
+    );
+    let (files, total) = read_all_profiles(&profiles, "jvm.prof");
+    assert_samples_fit("jvm", total, with.cpu, hz, 0.6);
+    eprintln!(
+        "jvm: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
+        files.len(),
+        with.cpu
+    );
+}
+
+/// Proves (long variant, `CPUPROF_TORTURE_LONG=1`: Firefox takes 10–15 s
+/// a run here): firefox-esr headless takes the same screenshot (the same
+/// PNG bytes) with the agent and exits the same; its sandboxed content
+/// processes cannot arm a clock (one `cpuprof:` line each), the others
+/// leave readable profiles.
+#[test]
+fn firefox_takes_the_same_screenshot() {
+    if !long() {
+        return;
+    }
+    let _serial = serial();
+    let firefox = testkit_which("firefox-esr");
+    let dir = tempdir();
+    let page = dir.path().join("page.html");
+    std::fs::write(&page, HOT_PAGE).unwrap();
+    let profiles = dir.path().join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
+    let runs = std::cell::Cell::new(0);
+    let make = || {
+        runs.set(runs.get() + 1);
+        let home = dir.path().join(format!("home-{}", runs.get()));
+        std::fs::create_dir_all(&home).unwrap();
+        let mut cmd = plain(&firefox);
+        cmd.env("HOME", &home)
+            .args(["--headless", "--no-remote", "--profile"])
+            .arg(&home)
+            .args(["--window-size", "400,300", "--screenshot"])
+            .arg(dir.path().join(format!("shot-{}.png", runs.get())))
+            .arg(format!("file://{}", page.display()));
+        cmd
+    };
+    let (without, with) = run_big("firefox", &make, &profiles, 200);
+    let first = std::fs::read(dir.path().join("shot-1.png")).unwrap();
+    let second = std::fs::read(dir.path().join("shot-2.png")).unwrap();
+    assert!(first.starts_with(b"\x89PNG"), "a PNG without the agent");
+    assert!(first == second, "the screenshots differ");
+    let (files, total) = read_all_profiles(&profiles, "firefox.prof");
+    assert!(total > 0 && !files.is_empty());
+    eprintln!(
+        "firefox: same {}-byte PNG; {} profiles, {total} samples; wall {:.1} s without, {:.1} s with",
+        first.len(),
+        files.len(),
+        without.wall,
+        with.wall
     );
 }

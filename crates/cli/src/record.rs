@@ -22,7 +22,10 @@ Examples:
   cpuprof record --realtime -- ./server   (wall-clock time of every thread, running or waiting)
   cpuprof record --format gperftools -- ./prog   (gperftools' format, for older tools)
 
-Processes the command forks or execs are profiled too, each into FILE_<pid>.")]
+Processes the command forks or execs are profiled too, each into FILE_<pid>;
+when there are several, record lists them with each one's pid and kind
+(its --type=, e.g. Chromium's renderer), and `cpuprof report FILE*
+--tagfocus=process=renderer` sums the renderers' samples.")]
 pub struct Args {
     /// Samples per second of CPU time (or wall time with --realtime).
     #[arg(short = 'F', long = "frequency", value_name = "HZ", default_value_t = 1000,
@@ -118,10 +121,128 @@ pub fn run(args: Args) -> Result<i32> {
         );
         return Ok(code);
     }
+    list_process_profiles(&output);
     if args.nodecount > 0 {
         print_report(&output, &[], args.nodecount)?;
     }
     Ok(code)
+}
+
+/// One profile the command's processes left: FILE, or FILE_<pid> (a
+/// forked or exec'd child, `_<pid>` again for its own children).
+struct ProcessProfile {
+    path: PathBuf,
+    pid: Option<u32>,
+    /// Its command line's `--type=` (Chromium's processes), else the
+    /// program's name; None for gperftools' format, which has no room.
+    kind: Option<String>,
+    samples: i64,
+}
+
+/// The profiles `output` and `output_*` beside it, with which process
+/// wrote each (the agent's `pid N` and `command line: …` comments in
+/// profile.proto; else the pid in the name).
+fn process_profiles(output: &Path) -> Vec<ProcessProfile> {
+    let Some(dir) = output.parent() else {
+        return Vec::new();
+    };
+    let Some(name) = output.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return Vec::new();
+    };
+    let child_prefix = format!("{name}_");
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let suffix = match file.strip_prefix(&child_prefix) {
+            Some(suffix) if suffix.split('_').all(|p| p.parse::<u32>().is_ok()) => suffix,
+            _ if file == name => "",
+            _ => continue,
+        };
+        let path = entry.path();
+        let Ok(data) = std::fs::read(&path) else {
+            continue;
+        };
+        let Ok((_, profile)) =
+            cpuprof_profile::read_profile(&data, &cpuprof_profile::ReadOptions::default())
+        else {
+            continue;
+        };
+        let index = profile
+            .sample_types
+            .iter()
+            .position(|t| t.kind == "samples")
+            .unwrap_or(0);
+        let samples = profile
+            .samples
+            .iter()
+            .map(|s| s.values.get(index).copied().unwrap_or(0))
+            .sum();
+        let pid = profile
+            .comments
+            .iter()
+            .find_map(|c| c.strip_prefix("pid ")?.parse().ok())
+            .or_else(|| suffix.rsplit('_').next()?.parse().ok());
+        let kind = profile
+            .comments
+            .iter()
+            .find_map(|c| c.strip_prefix("command line: "))
+            .map(|line| {
+                line.split(' ')
+                    .find_map(|a| a.strip_prefix("--type="))
+                    .map(str::to_string)
+                    .unwrap_or_else(|| {
+                        let program = line.split(' ').next().unwrap_or("");
+                        program.rsplit('/').next().unwrap_or(program).to_string()
+                    })
+            });
+        found.push(ProcessProfile {
+            path,
+            pid,
+            kind,
+            samples,
+        });
+    }
+    found.sort_by(|a, b| a.path.cmp(&b.path));
+    found
+}
+
+/// When the command's processes left more than one profile: where each
+/// is, which process wrote it, its samples, and how to sum or pick them.
+fn list_process_profiles(output: &Path) {
+    let profiles = process_profiles(output);
+    if profiles.len() < 2 {
+        return;
+    }
+    let total: i64 = profiles.iter().map(|p| p.samples).sum();
+    eprintln!(
+        "cpuprof: {} profiles, one per process ({total} samples in all):",
+        profiles.len()
+    );
+    let width = profiles
+        .iter()
+        .map(|p| p.path.display().to_string().len())
+        .max()
+        .unwrap_or(0);
+    for profile in &profiles {
+        eprintln!(
+            "  {:<width$}  pid {:<8} {:<20} {} samples",
+            profile.path.display().to_string(),
+            profile.pid.map_or("?".to_string(), |p| p.to_string()),
+            profile.kind.as_deref().unwrap_or("-"),
+            profile.samples,
+        );
+    }
+    let busiest = profiles.iter().max_by_key(|p| p.samples);
+    eprintln!(
+        "cpuprof: all processes: cpuprof report {}*; one kind: --tagfocus=process=KIND; one process: --tagfocus=pid=PID{}",
+        output.display(),
+        busiest
+            .and_then(|p| p.pid.map(|pid| format!(" (the busiest: --tagfocus=pid={pid})")))
+            .unwrap_or_default()
+    );
 }
 
 /// `libcpuprof.so` beside the running `cpuprof` binary.

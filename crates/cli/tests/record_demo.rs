@@ -155,3 +155,75 @@ fn recorded_proto_gets_demangled_names_and_lines_from_the_local_program() {
         "{text}"
     );
 }
+
+/// Proves (issue 22: profiles of multi-process programs): a command that
+/// runs two programs leaves one profile per process, `record` lists them
+/// with each one's pid and kind (the program's name, or its command
+/// line's `--type=`), and every sample carries `pid` and `process` labels,
+/// so `report FILE* --tagfocus=process=spin` sums the two spins alone.
+#[test]
+fn record_lists_one_profile_per_process_and_labels_them() {
+    let dir = TempDir::new().unwrap();
+    let (spin, _) = build_spin(dir.path(), "spin", &[]);
+    let profile = dir.path().join("multi.prof");
+    let script = format!(
+        "{0} -s 0.3 -t 1 >/dev/null; {0} -s 0.3 -t 1 >/dev/null",
+        spin.display()
+    );
+    let out = cpuprof()
+        .args(["record", "-F", "1000", "--nodecount", "0", "-o"])
+        .arg(&profile)
+        .args(["--", "sh", "-c"])
+        .arg(&script)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("cpuprof: 3 profiles, one per process"),
+        "{stderr}"
+    );
+    let spins: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.contains("multi.prof_") && l.contains(" spin "))
+        .collect();
+    assert_eq!(spins.len(), 2, "{stderr}");
+    for line in &spins {
+        let file_pid = line
+            .split("multi.prof_")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap();
+        assert!(line.contains(&format!("pid {file_pid} ")), "{line}");
+    }
+    assert!(stderr.contains("--tagfocus=process=KIND"), "{stderr}");
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("multi.prof")
+        })
+        .collect();
+    files.sort();
+    let summed = cpuprof()
+        .args([
+            "report",
+            "--text",
+            "--sample_index=samples",
+            "--tagfocus=process=spin",
+        ])
+        .args(&files)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&summed.stdout);
+    let report = cpuprof_testkit::TextReport::parse(&text);
+    assert!(
+        (450..=750).contains(&report.total),
+        "2 × 0.3 CPU-s at 1000 Hz: {}\n{text}{}",
+        report.total,
+        String::from_utf8_lossy(&summed.stderr)
+    );
+}
