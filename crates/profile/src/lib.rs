@@ -9,7 +9,8 @@
 //! Formats: [`gperftools`] (binary CPU profile), [`proto`] (pprof's
 //! profile.proto), [`gmon`] (gprof's gmon.out), [`dcpi`] (DCPI pdb
 //! 0.06/0.07 and its databases), [`collapsed`] (folded stacks),
-//! [`symbolized`] (perl pprof's symbolized raw profile).
+//! [`symbolized`] (perl pprof's symbolized raw profile), [`perf`] (Linux
+//! perf.data, file and pipe mode), [`perf_script`] (`perf script`'s text).
 //!
 //! [`merge`] sums several profiles into one.
 #![deny(missing_docs)]
@@ -23,6 +24,8 @@ pub mod gperftools;
 pub mod merge;
 pub mod model;
 pub mod names;
+pub mod perf;
+pub mod perf_script;
 pub mod proto;
 pub mod symbolized;
 #[cfg(test)]
@@ -47,6 +50,10 @@ pub enum Format {
     /// A symbolized raw profile (perl pprof `--raw`): symbols, then a
     /// gperftools CPU profile.
     Symbolized,
+    /// Linux `perf record`'s perf.data (file or pipe mode).
+    PerfData,
+    /// The text `perf script` prints.
+    PerfScript,
 }
 
 impl Format {
@@ -59,6 +66,8 @@ impl Format {
             Format::Dcpi => "DCPI profile",
             Format::Collapsed => "collapsed stacks",
             Format::Symbolized => "symbolized raw profile",
+            Format::PerfData => "perf.data",
+            Format::PerfScript => "perf script text",
         }
     }
 }
@@ -88,6 +97,9 @@ pub struct ReadOptions {
     /// the file if touched), so that a 70 MB profile does not stay resident
     /// beside the model built from it. Must not change the bytes.
     pub release: Option<fn(&[u8])>,
+    /// Unwinds the user stacks of perf.data `--call-graph dwarf` samples
+    /// (the symbolizer crate's, which reads the mapped files).
+    pub unwinder: Option<std::sync::Arc<dyn perf::StackUnwinder>>,
 }
 
 /// The pointer width and byte order of a program.
@@ -129,6 +141,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if gmon::sniff_gnu(data) {
         return Some(Format::Gmon);
     }
+    if perf::sniff(data) {
+        return Some(Format::PerfData);
+    }
     if proto::is_gzip(data) {
         return Some(Format::Pprof);
     }
@@ -146,6 +161,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     }
     if symbolized::sniff(data) {
         return Some(Format::Symbolized);
+    }
+    if perf_script::sniff(data) {
+        return Some(Format::PerfScript);
     }
     if legacy_text_kind(data).is_none() && collapsed::sniff(data) {
         return Some(Format::Collapsed);
@@ -211,6 +229,8 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         }
         Format::Collapsed => collapsed::read(data)?,
         Format::Symbolized => symbolized::read(data)?,
+        Format::PerfData => perf::read(data, options.unwinder.as_deref())?,
+        Format::PerfScript => perf_script::read(data)?,
     };
     check_totals(format, &profile)?;
     Ok((format, profile))
@@ -242,7 +262,7 @@ fn check_totals(format: Format, profile: &Profile) -> Result<(), ParseError> {
 }
 
 /// The formats cpuprof reads, for messages.
-const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks";
+const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, perf.data, perf script text, gmon.out, DCPI profile, symbolized raw profile or collapsed stacks";
 
 /// What a text profile in one of pprof's legacy formats that cpuprof does
 /// not read is (Go's `debug=1` text profiles, gperftools heap and
