@@ -229,7 +229,7 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         }
         Format::Collapsed => collapsed::read(data)?,
         Format::Symbolized => symbolized::read(data)?,
-        Format::PerfData => perf::read(data, options.unwinder.as_deref())?,
+        Format::PerfData => perf::read_with(data, options.unwinder.as_deref(), options.release)?,
         Format::PerfScript => perf_script::read(data)?,
     };
     check_totals(format, &profile)?;

@@ -107,6 +107,18 @@ pub trait StackUnwinder: Send + Sync + fmt::Debug {
 /// stacks of `--call-graph dwarf` samples; without it those samples keep
 /// their kernel frames and the interrupted instruction.
 pub fn read(data: &[u8], unwinder: Option<&dyn StackUnwinder>) -> Result<Profile, ParseError> {
+    read_with(data, unwinder, None)
+}
+
+/// [`read`], calling `release` with the parts of `data` read past, so that
+/// the caller may drop a file mapping's pages (see
+/// [`crate::ReadOptions::release`]): a `--call-graph dwarf` file is
+/// hundreds of MB read once.
+pub fn read_with(
+    data: &[u8],
+    unwinder: Option<&dyn StackUnwinder>,
+    release: Option<fn(&[u8])>,
+) -> Result<Profile, ParseError> {
     let big = data.starts_with(b"2ELIFREP");
     let header_size = field(data, 8, big).ok_or_else(|| {
         ParseError::new(
@@ -153,6 +165,8 @@ pub fn read(data: &[u8], unwinder: Option<&dyn StackUnwinder>) -> Result<Profile
     let source = Tracked {
         data,
         position: position.clone(),
+        release,
+        released: 0,
     };
     let at = |e: &dyn fmt::Display| ParseError::new(FORMAT, position.get(), format!("{e}"));
     let reader = if pipe {
@@ -283,7 +297,13 @@ pub fn check_framing(data: &[u8], start: u64, end: u64, big: bool) -> Result<(),
 struct Tracked<'a> {
     data: &'a [u8],
     position: Rc<Cell<u64>>,
+    release: Option<fn(&[u8])>,
+    /// Where the last release ended.
+    released: usize,
 }
+
+/// How much is read between two releases.
+const RELEASE_EVERY: usize = 16 << 20;
 
 impl Read for Tracked<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -291,6 +311,16 @@ impl Read for Tracked<'_> {
         let n = buf.len().min(self.data.len() - at);
         buf[..n].copy_from_slice(&self.data[at..at + n]);
         self.position.set((at + n) as u64);
+        if let Some(release) = self.release {
+            if at < self.released {
+                // A seek back (the header, then the data section).
+                self.released = at;
+            }
+            if at + n >= self.released + RELEASE_EVERY {
+                release(&self.data[self.released..at + n]);
+                self.released = at + n;
+            }
+        }
         Ok(n)
     }
 }

@@ -110,6 +110,44 @@ fn perf_map(path: &str) -> Option<Symbols> {
     Some(symbols)
 }
 
+/// A JIT map's name as a function. V8's (`node --perf-basic-prof`)
+/// `JS:*hotLoop /app.js:1:17` becomes `hotLoop` in `/app.js` at line 1
+/// (the kind prefix and the tier marker `~ ^ + *` dropped, as the same
+/// function compiled again is still that function); other names stay
+/// whole. The map's line is the system name.
+fn jit_function(raw: &str) -> Function {
+    let mut function = Function {
+        name: raw.to_string(),
+        system_name: raw.to_string(),
+        ..Function::default()
+    };
+    let Some((head, place)) = raw.rsplit_once(' ') else {
+        return function;
+    };
+    let mut parts = place.rsplitn(3, ':');
+    let (Some(_column), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        return function;
+    };
+    let Ok(line) = line.parse::<i64>() else {
+        return function;
+    };
+    let name = match head.split_once(':') {
+        Some((kind, rest)) if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            rest
+        }
+        _ => head,
+    };
+    let name = name.trim_start_matches(['~', '^', '+', '*', '-']).trim();
+    function.name = if name.is_empty() {
+        "(anonymous)".to_string()
+    } else {
+        name.to_string()
+    };
+    function.filename = file.to_string();
+    function.start_line = line;
+    function
+}
+
 fn lookup(symbols: &Symbols, address: u64) -> Option<&str> {
     let i = symbols.partition_point(|s| s.0 <= address);
     let (_, end, name) = symbols.get(i.checked_sub(1)?)?;
@@ -124,9 +162,9 @@ pub(crate) fn name_special(
     pending: &mut [Vec<usize>],
     warnings: &mut Vec<Warning>,
 ) {
-    let mut functions: FxHashMap<String, FunctionId> = FxHashMap::default();
+    let mut kernel_functions: FxHashMap<String, FunctionId> = FxHashMap::default();
     let mut intern = |profile: &mut Profile, name: &str| -> FunctionId {
-        if let Some(&id) = functions.get(name) {
+        if let Some(&id) = kernel_functions.get(name) {
             return id;
         }
         let id = FunctionId::from_index(profile.functions.len());
@@ -135,9 +173,10 @@ pub(crate) fn name_special(
             system_name: name.to_string(),
             ..Function::default()
         });
-        functions.insert(name.to_string(), id);
+        kernel_functions.insert(name.to_string(), id);
         id
     };
+    let mut functions: FxHashMap<String, FunctionId> = FxHashMap::default();
     let mut maps: FxHashMap<String, Option<Symbols>> = FxHashMap::default();
     let mut kernel: Option<Option<Arc<Symbols>>> = None;
     for t in 0..profile.mappings.len() {
@@ -197,7 +236,16 @@ pub(crate) fn name_special(
                 }
                 let address = profile.locations[loc].address;
                 if let Some(name) = lookup(&symbols, address) {
-                    let function = intern(profile, name);
+                    let function = jit_function(name);
+                    let function = match functions.get(&function.system_name) {
+                        Some(&id) => id,
+                        None => {
+                            let id = FunctionId::from_index(profile.functions.len());
+                            functions.insert(function.system_name.clone(), id);
+                            profile.functions.push(function);
+                            id
+                        }
+                    };
                     profile.locations[loc].lines = vec![Line {
                         function,
                         ..Line::default()
@@ -218,6 +266,18 @@ mod tests {
         assert!(is_perf_map("/tmp/perf-123.map"));
         assert!(!is_perf_map("/tmp/perf-.map"));
         assert!(!is_perf_map("/tmp/perf-12x.map"));
+    }
+
+    #[test]
+    fn v8_names() {
+        let f = jit_function("JS:*hotLoop /tmp/app.js:1:17");
+        assert_eq!(
+            (f.name.as_str(), f.filename.as_str(), f.start_line),
+            ("hotLoop", "/tmp/app.js", 1)
+        );
+        assert_eq!(jit_function("LazyCompile:~ /a.js:3:1").name, "(anonymous)");
+        assert_eq!(jit_function("Builtin:ArrayPush").name, "Builtin:ArrayPush");
+        assert_eq!(jit_function("py::f:/x.py").name, "py::f:/x.py");
     }
 
     #[test]
