@@ -1,12 +1,12 @@
 //! The text `perf script` prints (the input of stackcollapse-perf and
 //! inferno): for each sample a header line, then its frames, leaf first,
-//! one per indented line, then an empty line.
+//! one per line indented with a tab, then an empty line.
 //!
 //! ```text
 //! prog  8795/8795 [001]   480.795391:    1000000 cpu-clock:
-//! 	            11fd leaf_a+0x2d (/tmp/prog)
-//! 	            29ad std::fill_n<double*> (inlined)
-//! 	            29ad run (/tmp/prog)
+//!                 11fd leaf_a+0x2d (/tmp/prog)
+//!                 29ad std::fill_n<double*> (inlined)
+//!                 29ad run (/tmp/prog)
 //! ```
 //!
 //! Header: the command name (may hold spaces), `PID/TID` or `TID`, an

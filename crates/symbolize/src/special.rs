@@ -179,11 +179,12 @@ pub(crate) fn name_special(
     let mut functions: FxHashMap<String, FunctionId> = FxHashMap::default();
     let mut maps: FxHashMap<String, Option<Symbols>> = FxHashMap::default();
     let mut kernel: Option<Option<Arc<Symbols>>> = None;
-    for t in 0..profile.mappings.len() {
-        if pending[t].is_empty() || !is_special(&profile.mappings[t].path) {
+    let count = profile.mappings.len();
+    for (t, slot) in pending.iter_mut().enumerate().take(count) {
+        if slot.is_empty() || !is_special(&profile.mappings[t].path) {
             continue;
         }
-        let locations = std::mem::take(&mut pending[t]);
+        let locations = std::mem::take(slot);
         let mapping = profile.mappings[t].clone();
         if mapping.path == KERNEL_MAPPING {
             let symbols = kernel

@@ -34,10 +34,13 @@ struct UnwindFile {
 
 type SpaceUnwinder = UnwinderX86_64<Arc<[u8]>>;
 
+/// Unwind data by (path, build id); None for a file that cannot be used.
+type Files = FxHashMap<(String, String), Option<Arc<UnwindFile>>>;
+
 /// framehop over the files of this machine; see the module doc.
 #[derive(Default)]
 pub struct DwarfUnwinder {
-    files: Mutex<FxHashMap<(String, String), Option<Arc<UnwindFile>>>>,
+    files: Mutex<Files>,
     spaces: Mutex<FxHashMap<u64, Arc<SpaceUnwinder>>>,
 }
 
