@@ -160,6 +160,7 @@ pub fn read_with(
             ));
         };
         check_framing(data, offset, end, big)?;
+        check_sections(data, end, big)?;
     }
     let position = Rc::new(Cell::new(0u64));
     let source = Tracked {
@@ -195,6 +196,14 @@ pub fn read_with(
         let Some(record) = record else { break };
         match record {
             PerfFileRecord::EventRecord { attr_index, record } => {
+                // MMAP2 with a build id: the parser asserts its length
+                // (at most 20 bytes, in the byte after the offsets).
+                if record.record_type.0 == 10 && record.misc & (1 << 14) != 0 {
+                    let body = record.data.as_slice();
+                    if body.get(32).is_none_or(|&n| n > 20) {
+                        return Err(at(&"MMAP2 record: build id longer than 20 bytes"));
+                    }
+                }
                 let parsed = record
                     .parse()
                     .map_err(|e| at(&format!("{:?} record: {e}", record.record_type)))?;
@@ -223,6 +232,49 @@ fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
     } else {
         u64::from_le_bytes(bytes)
     })
+}
+
+/// Checks that the attribute and event-type sections and every feature
+/// section the header announces lie inside the file (the parser would
+/// otherwise allocate what a corrupt size says before reading).
+fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseError> {
+    let len = data.len() as u64;
+    let inside = |at: usize, what: &str| -> Result<(), ParseError> {
+        let (offset, size) = match (field(data, at, big), field(data, at + 8, big)) {
+            (Some(o), Some(s)) => (o, s),
+            _ => {
+                return Err(ParseError::new(
+                    FORMAT,
+                    at as u64,
+                    format!("truncated header: expected the {what} section"),
+                ))
+            }
+        };
+        match offset.checked_add(size) {
+            Some(end) if end <= len => Ok(()),
+            _ => Err(ParseError::new(
+                FORMAT,
+                at as u64,
+                format!(
+                    "the {what} section ({size} bytes at offset {offset}) ends past the end of the file ({len} bytes)"
+                ),
+            )),
+        }
+    };
+    inside(24, "attributes")?;
+    inside(56, "event types")?;
+    // The feature bitmap: one {offset, size} entry after the data for
+    // each bit set.
+    let mut features = 0u64;
+    for word in 0..4 {
+        features += u64::from(field(data, 72 + word * 8, big).unwrap_or(0).count_ones());
+    }
+    for i in 0..features {
+        let at = data_end.saturating_add(16 * i);
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        inside(at, "feature")?;
+    }
+    Ok(())
 }
 
 /// Walks the record headers of `data[start..end]`: every record at least

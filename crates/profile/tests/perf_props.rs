@@ -119,3 +119,14 @@ proptest! {
         }
     }
 }
+
+/// Regression (fuzz target perf_data, first minute): a feature section
+/// whose size is beyond the file made the parser allocate it and abort.
+#[test]
+fn a_feature_section_bigger_than_the_file_is_refused() {
+    let mut data = FILE.to_vec();
+    let end = data_section_end(FILE);
+    data[end + 8..end + 16].copy_from_slice(&(1u64 << 40).to_le_bytes());
+    let e = perf::read(&data, None).unwrap_err();
+    assert!(e.message.contains("feature section"), "{e}");
+}
