@@ -76,6 +76,9 @@ impl Loader {
             read_options: ReadOptions {
                 target,
                 dcpi_epoch: epoch,
+                unwinder: Some(std::sync::Arc::new(
+                    cpuprof_symbolize::unwind::DwarfUnwinder::new(),
+                )),
                 ..ReadOptions::default()
             },
             symbolizer: cpuprof_symbolize::Symbolizer::new(options),
@@ -89,10 +92,18 @@ impl Loader {
         &self.symbolizer
     }
 
-    /// Reads (and symbolizes) one profile: a file of any format or a DCPI
-    /// database directory.
+    /// Reads (and symbolizes) one profile: a file of any format, a DCPI
+    /// database directory, or `-` for standard input.
     pub fn load(&self, path: &Path) -> Result<Profile> {
-        let (format, profile) = if path.is_dir() {
+        let (format, profile) = if path == Path::new("-") {
+            // `perf record -o - | cpuprof report -`: the profile on stdin.
+            let mut data = Vec::new();
+            std::io::stdin()
+                .lock()
+                .read_to_end(&mut data)
+                .context("standard input: cannot read")?;
+            self.read_data("standard input", &data, None)?
+        } else if path.is_dir() {
             let profile =
                 cpuprof_profile::dcpi::load_database(path, self.read_options.dcpi_epoch.as_deref())
                     .map_err(|e| anyhow::anyhow!(e))?;

@@ -9,9 +9,10 @@
 //! Formats: [`gperftools`] (binary CPU profile), [`proto`] (pprof's
 //! profile.proto), [`gmon`] (gprof's gmon.out), [`dcpi`] (DCPI pdb
 //! 0.06/0.07 and its databases), [`collapsed`] (folded stacks),
-//! [`symbolized`] (perl pprof's symbolized raw profile), and pprof's
-//! legacy text profiles: [`heap`] (tcmalloc and Go heap and growth
-//! profiles), [`contention`] (lock contention, Go block and mutex),
+//! [`symbolized`] (perl pprof's symbolized raw profile), [`perf`] (Linux
+//! perf.data, file and pipe mode), [`perf_script`] (`perf script`'s text),
+//! and pprof's legacy text profiles: [`heap`] (tcmalloc and Go heap and
+//! growth profiles), [`contention`] (lock contention, Go block and mutex),
 //! [`gocount`] (Go goroutine and threadcreate), sharing [`legacy`].
 //!
 //! [`merge`] sums several profiles into one; [`prune`] removes the frames
@@ -31,6 +32,8 @@ pub mod legacy;
 pub mod merge;
 pub mod model;
 pub mod names;
+pub mod perf;
+pub mod perf_script;
 pub mod proto;
 pub mod prune;
 pub mod symbolized;
@@ -62,6 +65,10 @@ pub enum Format {
     Contention,
     /// A Go goroutine or threadcreate profile in text form (`debug=1`).
     GoCount,
+    /// Linux `perf record`'s perf.data (file or pipe mode).
+    PerfData,
+    /// The text `perf script` prints.
+    PerfScript,
 }
 
 impl Format {
@@ -77,6 +84,8 @@ impl Format {
             Format::Heap => heap::FORMAT,
             Format::Contention => contention::FORMAT,
             Format::GoCount => gocount::FORMAT,
+            Format::PerfData => "perf.data",
+            Format::PerfScript => "perf script text",
         }
     }
 }
@@ -106,6 +115,9 @@ pub struct ReadOptions {
     /// the file if touched), so that a 70 MB profile does not stay resident
     /// beside the model built from it. Must not change the bytes.
     pub release: Option<fn(&[u8])>,
+    /// Unwinds the user stacks of perf.data `--call-graph dwarf` samples
+    /// (the symbolizer crate's, which reads the mapped files).
+    pub unwinder: Option<std::sync::Arc<dyn perf::StackUnwinder>>,
 }
 
 /// The pointer width and byte order of a program.
@@ -147,6 +159,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if gmon::sniff_gnu(data) {
         return Some(Format::Gmon);
     }
+    if perf::sniff(data) {
+        return Some(Format::PerfData);
+    }
     if proto::is_gzip(data) {
         return Some(Format::Pprof);
     }
@@ -173,6 +188,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     }
     if gocount::sniff(data) {
         return Some(Format::GoCount);
+    }
+    if perf_script::sniff(data) {
+        return Some(Format::PerfScript);
     }
     if legacy_text_kind(data).is_none() && collapsed::sniff(data) {
         return Some(Format::Collapsed);
@@ -241,6 +259,8 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         Format::Heap => heap::read(data)?,
         Format::Contention => contention::read(data)?,
         Format::GoCount => gocount::read(data)?,
+        Format::PerfData => perf::read_with(data, options.unwinder.as_deref(), options.release)?,
+        Format::PerfScript => perf_script::read(data)?,
     };
     check_totals(format, &profile)?;
     Ok((format, profile))
@@ -272,7 +292,7 @@ fn check_totals(format: Format, profile: &Profile) -> Result<(), ParseError> {
 }
 
 /// The formats cpuprof reads, for messages.
-const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, gmon.out, DCPI profile, symbolized raw profile, heap, contention or Go count profile in text form, or collapsed stacks";
+const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, perf.data, perf script text, gmon.out, DCPI profile, symbolized raw profile, heap, contention or Go count profile in text form, or collapsed stacks";
 
 /// What a text profile in one of pprof's legacy formats that cpuprof does
 /// not read is (thread profiles, Go's `debug=2` goroutine dump, a text

@@ -17,6 +17,11 @@
 //!   build id from debuginfod servers (`DEBUGINFOD_URLS`), with elfutils'
 //!   cache; the [`Symbolizer`] asks it for mappings whose file is missing,
 //!   has another build id, or has no debug information.
+//! - [`unwind`]: the user stacks of perf.data `--call-graph dwarf`
+//!   samples unwound with framehop against the mapped files' CFI (the
+//!   perf.data reader calls it through the read options).
+//! - The kernel (`[kernel.kallsyms]`, from `/proc/kallsyms`) and JIT code
+//!   (`/tmp/perf-PID.map`) are named without ELF files.
 //! - [`demangle`]: C++ and Rust (legacy and v0) demangling, and the short
 //!   names pprof shows by default.
 //!
@@ -30,7 +35,9 @@ mod crc32;
 mod debugfile;
 pub mod debuginfod;
 pub mod demangle;
+mod special;
 mod symbolizer;
+pub mod unwind;
 mod vdso;
 
 use std::fmt;

@@ -146,6 +146,14 @@ impl Symbolizer {
             }
         }
 
+        // The kernel and JIT maps have no ELF file: named here.
+        crate::special::name_special(profile, &mut pending, &mut warnings);
+        for (t, mapping) in profile.mappings.iter().enumerate() {
+            if crate::special::is_special(&mapping.path) {
+                unnamed[t] = 0;
+            }
+        }
+
         let work: Vec<usize> = pending.iter().map(Vec::len).collect();
         let (sources, named, chosen_warnings) =
             self.choose_binaries_for(profile, &work, &unnamed, !unmapped.is_empty(), true);

@@ -22,30 +22,41 @@ pub const VDSO_PATH: &str = "[vdso]";
 fn own_vdso(options: &Options) -> Option<Arc<Binary>> {
     static VDSO: OnceLock<Option<Arc<Binary>>> = OnceLock::new();
     VDSO.get_or_init(|| {
-        let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-        let (start, end) = maps.lines().find_map(|line| {
-            let mut fields = line.split_whitespace();
-            let range = fields.next()?;
-            (fields.last()? == VDSO_PATH).then_some(())?;
-            let (a, b) = range.split_once('-')?;
-            Some((
-                u64::from_str_radix(a, 16).ok()?,
-                u64::from_str_radix(b, 16).ok()?,
-            ))
-        })?;
-        let size = usize::try_from(end.checked_sub(start)?).ok()?;
-        if size > 1 << 20 {
-            return None;
-        }
-        let mut image = vec![0u8; size];
-        let mut memory = std::fs::File::open("/proc/self/mem").ok()?;
-        memory.seek(SeekFrom::Start(start)).ok()?;
-        memory.read_exact(&mut image).ok()?;
-        Binary::parse(Path::new(VDSO_PATH), image, options)
+        let image = own_image()?;
+        Binary::parse(Path::new(VDSO_PATH), image.to_vec(), options)
             .ok()
             .map(Arc::new)
     })
     .clone()
+}
+
+/// This process's vDSO image, read once from its memory.
+pub(crate) fn own_image() -> Option<Arc<[u8]>> {
+    static IMAGE: OnceLock<Option<Arc<[u8]>>> = OnceLock::new();
+    IMAGE
+        .get_or_init(|| {
+            let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+            let (start, end) = maps.lines().find_map(|line| {
+                let mut fields = line.split_whitespace();
+                let range = fields.next()?;
+                (fields.last()? == VDSO_PATH).then_some(())?;
+                let (a, b) = range.split_once('-')?;
+                Some((
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                ))
+            })?;
+            let size = usize::try_from(end.checked_sub(start)?).ok()?;
+            if size > 1 << 20 {
+                return None;
+            }
+            let mut image = vec![0u8; size];
+            let mut memory = std::fs::File::open("/proc/self/mem").ok()?;
+            memory.seek(SeekFrom::Start(start)).ok()?;
+            memory.read_exact(&mut image).ok()?;
+            Some(Arc::from(image))
+        })
+        .clone()
 }
 
 /// The vDSO image for `mapping`, when it is a `[vdso]` mapping of the size

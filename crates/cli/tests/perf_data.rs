@@ -1,0 +1,899 @@
+//! perf.data read as a profile, checked against `perf` itself on
+//! recordings made at test time (each about half a second): per-function
+//! flat shares equal `perf report --no-children --sort sym`'s, and every
+//! sample's stack equals `perf script`'s, addresses then names, for a
+//! frame-pointer C build (`-g`) and a C++ build without frame pointers
+//! (`--call-graph dwarf`). Then multi-event files, pipe mode, a forking
+//! program, `perf script` text, Node.js's JIT map, and Go pprof reading
+//! the converted file.
+//!
+//! The tests skip (with a message) only where `perf record` cannot open
+//! its event (perf_event_open refused: an unprivileged container), or
+//! where `perf` is missing and peers are not required.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Arc;
+
+use common::{cpuprof, texts};
+use cpuprof_profile::{LabelValue, Profile, ReadOptions};
+use cpuprof_testkit::{compile, require_tool, run_ok, run_stdout, workload, TempDir};
+
+/// Whether `perf record` works here; prints why a test is skipped when not.
+fn perf_works(dir: &Path) -> bool {
+    if !require_tool("perf") {
+        return false;
+    }
+    let out = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-o"])
+        .arg(dir.join("probe.data"))
+        .args(["--", "true"])
+        .output()
+        .expect("perf runs");
+    if out.status.success() {
+        return true;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("perf_event_open")
+        || stderr.contains("Permission denied")
+        || stderr.contains("No permission")
+        || stderr.contains("not supported")
+    {
+        eprintln!(
+            "SKIPPED: perf record cannot open its event here (perf_event_open refused): {stderr}"
+        );
+        return false;
+    }
+    panic!("perf record failed: {stderr}");
+}
+
+/// `perf record ARGS -o OUT -- COMMAND`.
+fn record(out: &Path, args: &[&str], command: &[&str]) {
+    run_ok(
+        Command::new("perf")
+            .arg("record")
+            .arg("-q")
+            .args(args)
+            .arg("-o")
+            .arg(out)
+            .arg("--")
+            .args(command),
+    );
+}
+
+/// `cmd`'s output with `input` on its standard input.
+fn with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap().unwrap();
+    out
+}
+
+/// The profile as cpuprof reads and symbolizes it (the library the CLI
+/// uses, so that the test sees every sample with its labels).
+fn ours(path: &Path) -> Profile {
+    let data = std::fs::read(path).unwrap();
+    let options = ReadOptions {
+        unwinder: Some(Arc::new(cpuprof_symbolize::unwind::DwarfUnwinder::new())),
+        ..ReadOptions::default()
+    };
+    let (_, mut profile) = cpuprof_profile::read_profile(&data, &options).unwrap();
+    let _ = cpuprof_symbolize::symbolize(&mut profile, &cpuprof_symbolize::Options::default());
+    profile
+}
+
+/// A function name as perf prints it: no parameter list, no `const`.
+fn perf_style(name: &str) -> String {
+    let mut out = String::new();
+    let mut angle = 0i32;
+    let mut chars = name.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '<' => angle += 1,
+            '>' => angle -= 1,
+            '(' if angle == 0 && !name[i..].starts_with("(anonymous namespace)") => {
+                // Skip the balanced parameter list and a trailing ` const`.
+                let mut depth = 1;
+                for (_, d) in chars.by_ref() {
+                    match d {
+                        '(' => depth += 1,
+                        ')' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                break;
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                let rest: String = chars.clone().map(|(_, c)| c).collect();
+                if let Some(after) = rest.strip_prefix(" const") {
+                    for _ in 0..6 {
+                        chars.next();
+                    }
+                    let _ = after;
+                }
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    // Symbol versions (`__libc_start_main@@GLIBC_2.34`) are perf's alone.
+    if let Some(at) = out.find('@') {
+        if !out[at..].starts_with("@plt") {
+            out.truncate(at);
+        }
+    }
+    out.split_whitespace().collect::<Vec<_>>().join("")
+}
+
+fn label_num(profile_sample: &cpuprof_profile::Sample, key: &str) -> Option<i64> {
+    profile_sample
+        .labels
+        .iter()
+        .find_map(|l| match (&l.key, &l.value) {
+            (k, LabelValue::Num { value, .. }) if k == key => Some(*value),
+            _ => None,
+        })
+}
+
+fn label_str<'a>(sample: &'a cpuprof_profile::Sample, key: &str) -> Option<&'a str> {
+    sample.labels.iter().find_map(|l| match (&l.key, &l.value) {
+        (k, LabelValue::Str(v)) if k == key => Some(v.as_str()),
+        _ => None,
+    })
+}
+
+/// One frame: the address as perf prints it (DSO-relative for files,
+/// absolute for the kernel) and the physical function's name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Frame {
+    address: u64,
+    name: String,
+    /// The file perf names (perf's frames only).
+    dso: String,
+}
+
+/// True when `a` and `b` name the same function of `dso`: glibc's
+/// internal `__GI_` aliases and gcc's clone suffixes (`.constprop.0`,
+/// `.isra.0`, `.part.0`, `.cold`) aside, or aliases at one address
+/// (`free`/`cfree`, `mmap`/`mmap64`) in the file's symbol tables or its
+/// debug file's: perf names a frame from the symbol table, we from DWARF.
+///
+/// Also true when we found no name (`??`) for a caller whose return
+/// address perf prints is the first instruction of perf's symbol: no call
+/// returns there, and we look up the byte before it, as pprof does, which
+/// lies outside that symbol.
+fn aliases(
+    dso: &str,
+    (a, address): (&str, u64),
+    b: &str,
+    cache: &mut HashMap<String, HashMap<String, Vec<u64>>>,
+) -> bool {
+    fn plain(name: &str) -> &str {
+        let name = name.strip_prefix("__GI_").unwrap_or(name);
+        name.split_once('.').map_or(name, |(base, _)| base)
+    }
+    if plain(a) == plain(b) {
+        return true;
+    }
+    let table = cache.entry(dso.to_string()).or_insert_with(|| {
+        let mut files = vec![dso.to_string()];
+        let notes = Command::new("readelf").args(["-n", dso]).output();
+        if let Some(id) = notes.ok().and_then(|o| {
+            let text = String::from_utf8_lossy(&o.stdout).into_owned();
+            text.lines()
+                .find_map(|l| l.trim().strip_prefix("Build ID: ").map(str::to_string))
+        }) {
+            files.push(format!(
+                "/usr/lib/debug/.build-id/{}/{}.debug",
+                &id[..2],
+                &id[2..]
+            ));
+        }
+        let mut table: HashMap<String, Vec<u64>> = HashMap::new();
+        for file in &files {
+            for flags in [
+                &["-S", "--defined-only"][..],
+                &["-D", "-S", "--defined-only"][..],
+            ] {
+                let Ok(out) = Command::new("nm").args(flags).arg(file).output() else {
+                    continue;
+                };
+                for line in String::from_utf8_lossy(&out.stdout).lines() {
+                    let fields: Vec<&str> = line.split_whitespace().collect();
+                    // `ADDRESS SIZE TYPE NAME`, or `ADDRESS TYPE NAME` for a
+                    // code label without a size (ld.so's `_dl_start_user`
+                    // inside `_start`): perf names such a label, we the
+                    // function around it.
+                    let (address, name, label) = match fields.as_slice() {
+                        [a, _, _, n] => (a, n, false),
+                        [a, _, n] => (a, n, true),
+                        _ => continue,
+                    };
+                    if let Ok(address) = u64::from_str_radix(address, 16) {
+                        let name = plain(&perf_style(name)).to_string();
+                        if label {
+                            table
+                                .entry(format!("label {name}"))
+                                .or_default()
+                                .push(address);
+                        }
+                        table.entry(name).or_default().push(address);
+                    }
+                }
+            }
+        }
+        table
+    });
+    if table.contains_key(&format!("label {}", plain(a))) {
+        return true;
+    }
+    if b == "??" && table.get(plain(a)).is_some_and(|x| x.contains(&address)) {
+        return true;
+    }
+    match (table.get(plain(a)), table.get(plain(b))) {
+        (Some(x), Some(y)) => x.iter().any(|v| y.contains(v)),
+        _ => false,
+    }
+}
+
+/// Our name for a frame perf could not name: `?` for an address, or for
+/// the `file+0xOFFSET` the symbolizer gives an address outside every symbol.
+fn unnamed(name: &str) -> bool {
+    name == "?"
+        || name
+            .rsplit_once("+0x")
+            .is_some_and(|(_, hex)| !hex.is_empty() && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// `perf script`'s samples by (tid, time in ns).
+fn perf_script(path: &Path) -> HashMap<(i64, i64), Vec<Frame>> {
+    let text = run_stdout(
+        Command::new("perf")
+            .args([
+                "script",
+                "--ns",
+                "--no-inline",
+                "-F",
+                "tid,time,ip,sym,dso",
+                "-i",
+            ])
+            .arg(path),
+    );
+    let mut samples = HashMap::new();
+    let mut current: Option<((i64, i64), Vec<Frame>)> = None;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        if !line.starts_with(char::is_whitespace) || !line.starts_with('\t') {
+            if let Some((key, frames)) = current.take() {
+                samples.insert(key, frames);
+            }
+            let mut fields = line.split_whitespace();
+            let tid: i64 = fields.next().unwrap().parse().unwrap();
+            let time = fields.next().unwrap().trim_end_matches(':');
+            let (s, ns) = time.split_once('.').unwrap();
+            let time = s.parse::<i64>().unwrap() * 1_000_000_000 + ns.parse::<i64>().unwrap();
+            current = Some(((tid, time), Vec::new()));
+            continue;
+        }
+        let line = line.trim();
+        let (address, rest) = line.split_once(' ').unwrap_or((line, ""));
+        let (name, dso) = match rest.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
+            Some((name, dso)) => (name, dso),
+            None => (rest, ""),
+        };
+        let name = if name == "[unknown]" {
+            "?".to_string()
+        } else {
+            perf_style(name)
+        };
+        current.as_mut().unwrap().1.push(Frame {
+            address: u64::from_str_radix(address, 16).unwrap(),
+            name,
+            dso: dso.to_string(),
+        });
+    }
+    if let Some((key, frames)) = current.take() {
+        samples.insert(key, frames);
+    }
+    samples
+}
+
+/// How perf prints a caller's address: the return address (frame-pointer
+/// callchains), or the return address minus one (DWARF unwinding, except
+/// for the first user frame, the interrupted user instruction).
+#[derive(Clone, Copy, PartialEq)]
+enum Callers {
+    ReturnAddress,
+    Dwarf,
+}
+
+/// Our samples by (tid, time), frames as perf prints them.
+fn our_stacks(profile: &Profile, callers: Callers) -> HashMap<(i64, i64), Vec<Frame>> {
+    let mut samples = HashMap::new();
+    for sample in &profile.samples {
+        let key = (
+            label_num(sample, "tid").unwrap(),
+            label_num(sample, "timestamp_ns").unwrap(),
+        );
+        let mut frames = Vec::new();
+        let mut seen_user = false;
+        for (i, &l) in sample.locations.iter().enumerate() {
+            let location = profile.location(l);
+            let mapping = location.mapping.map(|m| profile.mapping(m));
+            let kernel = mapping.is_some_and(|m| m.path == "[kernel.kallsyms]");
+            let adjust = match callers {
+                _ if i == 0 => 0,
+                Callers::ReturnAddress => 1,
+                Callers::Dwarf if kernel => 1,
+                Callers::Dwarf if !seen_user => 1,
+                Callers::Dwarf => 0,
+            };
+            if !kernel {
+                seen_user = true;
+            }
+            let mut address = location.address + adjust;
+            if let (Some(m), false) = (mapping, kernel) {
+                address = address - m.start + m.offset;
+            }
+            let name = match location.lines.last() {
+                Some(line) => perf_style(&profile.function(line.function).name),
+                None => "?".to_string(),
+            };
+            let name = if unnamed(&name) {
+                "?".to_string()
+            } else {
+                name
+            };
+            frames.push(Frame {
+                address,
+                name,
+                dso: String::new(),
+            });
+        }
+        samples.insert(key, frames);
+    }
+    samples
+}
+
+/// Compares every sample's stack, addresses then names; returns the
+/// aliases met (perf's name, ours).
+fn assert_same_stacks(data: &Path, callers: Callers) -> HashMap<String, String> {
+    let theirs = perf_script(data);
+    let profile = ours(data);
+    let mine = our_stacks(&profile, callers);
+    assert!(theirs.len() > 50, "only {} samples recorded", theirs.len());
+    assert_eq!(mine.len(), theirs.len(), "sample count");
+    let mut name_mismatches = Vec::new();
+    let mut symbol_tables = HashMap::new();
+    let mut alias_of = HashMap::new();
+    for (key, frames) in &theirs {
+        let ours = mine
+            .get(key)
+            .unwrap_or_else(|| panic!("no sample of tid {} at {} ns", key.0, key.1));
+        let a: Vec<u64> = frames.iter().map(|f| f.address).collect();
+        let b: Vec<u64> = ours.iter().map(|f| f.address).collect();
+        assert_eq!(
+            b.iter().map(|a| format!("{a:x}")).collect::<Vec<_>>(),
+            a.iter().map(|a| format!("{a:x}")).collect::<Vec<_>>(),
+            "addresses of the sample of tid {} at {} ns: ours, then perf script's\nperf: {frames:?}\nours: {ours:?}",
+            key.0,
+            key.1
+        );
+        for (x, y) in frames.iter().zip(ours) {
+            if x.name == y.name {
+                continue;
+            }
+            if aliases(&x.dso, (&x.name, x.address), &y.name, &mut symbol_tables) {
+                alias_of.insert(x.name.clone(), y.name.clone());
+                continue;
+            }
+            name_mismatches.push(format!(
+                "{:x} in {}: perf {} / ours {}",
+                x.address, x.dso, x.name, y.name
+            ));
+        }
+    }
+    name_mismatches.sort();
+    name_mismatches.dedup();
+    assert!(
+        name_mismatches.is_empty(),
+        "names differ: {name_mismatches:#?}"
+    );
+    alias_of
+}
+
+/// `perf report --stdio --no-children --sort sym`'s shares (percent) by
+/// function name.
+fn perf_flat(data: &Path) -> Vec<(String, f64)> {
+    let text = run_stdout(
+        Command::new("perf")
+            .args([
+                "report",
+                "--stdio",
+                "--no-children",
+                "--sort",
+                "sym",
+                "-g",
+                "none",
+                "-q",
+                "--no-inline",
+                "-i",
+            ])
+            .arg(data),
+    );
+    let mut rows = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        let Some((share, rest)) = line.split_once('%') else {
+            continue;
+        };
+        let Ok(share) = share.trim().parse::<f64>() else {
+            continue;
+        };
+        let name = rest.trim();
+        let name = name
+            .strip_prefix("[.] ")
+            .or_else(|| name.strip_prefix("[k] "))
+            .unwrap_or(name)
+            .trim();
+        let name = if name.starts_with("0x") || name == "[unknown]" {
+            "?".to_string()
+        } else {
+            perf_style(name)
+        };
+        rows.push((name, share));
+    }
+    rows
+}
+
+/// Our flat shares (percent of the first sample type) by the leaf's
+/// physical function.
+fn our_flat(profile: &Profile) -> HashMap<String, f64> {
+    let mut by_name: HashMap<String, i64> = HashMap::new();
+    let mut total = 0i64;
+    for sample in &profile.samples {
+        let value = sample.values[0];
+        total += value;
+        let name = sample
+            .locations
+            .first()
+            .and_then(|&l| profile.location(l).lines.last())
+            .map(|line| perf_style(&profile.function(line.function).name))
+            .filter(|name| !unnamed(name))
+            .unwrap_or_else(|| "?".to_string());
+        *by_name.entry(name).or_default() += value;
+    }
+    by_name
+        .into_iter()
+        .map(|(k, v)| (k, v as f64 * 100.0 / total as f64))
+        .collect()
+}
+
+fn assert_same_flat(data: &Path, alias_of: &HashMap<String, String>) {
+    let theirs: Vec<(String, f64)> = perf_flat(data)
+        .into_iter()
+        .map(|(name, share)| (alias_of.get(&name).cloned().unwrap_or(name), share))
+        .collect();
+    let profile = ours(data);
+    let mine = our_flat(&profile);
+    assert!(!theirs.is_empty());
+    let mut sum = 0.0;
+    for (name, share) in &theirs {
+        sum += share;
+        if name == "?" {
+            continue;
+        }
+        let our = mine.get(name).copied().unwrap_or(0.0);
+        assert!(
+            (our - share).abs() <= 0.006,
+            "{name}: perf report says {share:.2}%, we say {our:.3}%\nperf: {theirs:?}\nours: {mine:?}"
+        );
+    }
+    assert!(sum > 99.0, "perf's rows add up to {sum}");
+}
+
+fn fp_recording(dir: &Path) -> PathBuf {
+    let program = compile(
+        "gcc",
+        &[&workload("callgraph.c")],
+        &dir.join("callgraph"),
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    let data = dir.join("fp.data");
+    record(
+        &data,
+        &["-e", "cpu-clock", "-F", "2000", "-g"],
+        &[program.to_str().unwrap(), "150"],
+    );
+    data
+}
+
+fn dwarf_recording(dir: &Path) -> PathBuf {
+    let program = compile(
+        "g++",
+        &[&workload("perfwork.cc")],
+        &dir.join("perfwork"),
+        &["-O2", "-g", "-fomit-frame-pointer", "-pthread"],
+    );
+    let data = dir.join("dwarf.data");
+    record(
+        &data,
+        &["-e", "cpu-clock", "-F", "1000", "--call-graph", "dwarf"],
+        &[program.to_str().unwrap(), "0.4", "2"],
+    );
+    data
+}
+
+#[test]
+fn frame_pointer_recording_matches_perf_report_and_perf_script() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let data = fp_recording(dir.path());
+    let aliases = assert_same_stacks(&data, Callers::ReturnAddress);
+    assert_same_flat(&data, &aliases);
+    // The labels perf_to_profile gives.
+    let profile = ours(&data);
+    assert_eq!(profile.sample_types[0].kind, "cpu-clock");
+    assert_eq!(profile.sample_types[0].unit, "nanoseconds");
+    let s = &profile.samples[0];
+    assert_eq!(label_str(s, "comm"), Some("callgraph"));
+    assert_eq!(label_str(s, "thread_comm"), Some("callgraph"));
+    assert!(label_num(s, "pid").is_some() && label_num(s, "timestamp_ns").is_some());
+    // perf records the CPU only when asked (`--sample-cpu`, `-a`): no label
+    // without it (the multi-event test asks for it).
+    assert_eq!(label_num(s, "cpu"), None);
+    // The frames run up to main.
+    let text = common::report(&["--text", "--nodecount=200"], &[&data]);
+    assert!(text.contains(" main"), "{text}");
+    assert!(text.contains(" leaf"), "{text}");
+}
+
+#[test]
+fn dwarf_recording_without_frame_pointers_matches_perf() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let data = dwarf_recording(dir.path());
+    let aliases = assert_same_stacks(&data, Callers::Dwarf);
+    assert_same_flat(&data, &aliases);
+    // Complete stacks: work::deep's frames under main.
+    let text = common::report(&["--traces"], &[&data]);
+    assert!(text.contains("work::deep"), "{text}");
+}
+
+#[test]
+fn pipe_mode_from_standard_input() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let program = compile(
+        "gcc",
+        &[&workload("callgraph.c")],
+        &dir.path().join("callgraph"),
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    let piped = Command::new("perf")
+        .args([
+            "record",
+            "-q",
+            "-e",
+            "cpu-clock",
+            "-F",
+            "1000",
+            "-g",
+            "-o",
+            "-",
+            "--",
+        ])
+        .arg(&program)
+        .arg("100")
+        .output()
+        .unwrap();
+    assert!(piped.status.success());
+    let pipe_file = dir.path().join("pipe.data");
+    std::fs::write(&pipe_file, &piped.stdout).unwrap();
+    let out = with_input(
+        cpuprof().args(["report", "--text", "--nodecount=5", "-"]),
+        &piped.stdout,
+    );
+    let (stdout, stderr, status) = texts(&out);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("leaf"), "{stdout}");
+    // Every sample of the stream is read: perf script agrees.
+    assert_eq!(
+        ours(&pipe_file).samples.len(),
+        perf_script(&pipe_file).len()
+    );
+}
+
+#[test]
+fn multi_event_recording_has_one_sample_type_per_event() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let program = compile(
+        "gcc",
+        &[&workload("callgraph.c")],
+        &dir.path().join("callgraph"),
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    let data = dir.path().join("multi.data");
+    record(
+        &data,
+        &[
+            "-e",
+            "cpu-clock,task-clock",
+            "-F",
+            "1000",
+            "-g",
+            "--sample-cpu",
+        ],
+        &[program.to_str().unwrap(), "100"],
+    );
+    let profile = ours(&data);
+    let kinds: Vec<&str> = profile
+        .sample_types
+        .iter()
+        .map(|t| t.kind.as_str())
+        .collect();
+    assert_eq!(kinds, ["cpu-clock", "task-clock"]);
+    // Each sample counts for its own event; both got samples.
+    let totals = profile.totals();
+    assert!(totals[0] > 0 && totals[1] > 0, "{totals:?}");
+    for s in &profile.samples {
+        assert!(s.values[0] == 0 || s.values[1] == 0);
+        assert!(label_num(s, "cpu").is_some());
+    }
+    // sample_index picks one; perf report's share of `leaf` for that event.
+    for event in ["cpu-clock", "task-clock"] {
+        let text = common::report(&["--text", &format!("--sample_index={event}")], &[&data]);
+        assert!(text.contains("leaf"), "{text}");
+    }
+}
+
+#[test]
+fn forking_program_separates_processes_by_labels() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let source = dir.path().join("forker.c");
+    std::fs::write(
+        &source,
+        r#"#include <stdio.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+volatile double sink;
+__attribute__((noinline)) void child_work(void) { for (long i = 0; i < 150000000; i++) sink += i * 0.5; }
+__attribute__((noinline)) void parent_work(void) { for (long i = 0; i < 150000000; i++) sink += i * 0.25; }
+int main(void) {
+    pid_t pid = fork();
+    if (pid == 0) { prctl(PR_SET_NAME, "pw-child"); child_work(); return 0; }
+    parent_work();
+    waitpid(pid, 0, 0);
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let program = compile(
+        "gcc",
+        &[&source],
+        &dir.path().join("forker"),
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    let data = dir.path().join("fork.data");
+    record(
+        &data,
+        &["-e", "cpu-clock", "-F", "1000", "-g"],
+        &[program.to_str().unwrap()],
+    );
+    let profile = ours(&data);
+    let mut by_comm: HashMap<String, (i64, Vec<String>)> = HashMap::new();
+    for s in &profile.samples {
+        let comm = label_str(s, "comm").unwrap_or("?").to_string();
+        let pid = label_num(s, "pid").unwrap();
+        let leaf = profile.stack_names(s).first().cloned().unwrap_or_default();
+        let entry = by_comm.entry(comm).or_insert((pid, Vec::new()));
+        assert_eq!(entry.0, pid, "one pid per process name");
+        entry.1.push(leaf);
+    }
+    let child = &by_comm.get("pw-child").expect("the child's samples").1;
+    let parent = &by_comm.get("forker").expect("the parent's samples").1;
+    assert!(child.iter().filter(|n| *n == "child_work").count() * 10 >= child.len() * 9);
+    assert!(parent.iter().filter(|n| *n == "parent_work").count() * 10 >= parent.len() * 9);
+    // tagfocus picks one process.
+    let text = common::report(&["--text", "--tagfocus=comm=pw-child"], &[&data]);
+    assert!(
+        text.contains("child_work") && !text.contains("parent_work"),
+        "{text}"
+    );
+}
+
+#[test]
+fn converted_to_pprof_go_pprof_agrees_on_top() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) || !require_tool("pprof") {
+        return;
+    }
+    let data = fp_recording(dir.path());
+    let converted = dir.path().join("fp.pb.gz");
+    run_ok(
+        cpuprof()
+            .args(["convert", "--to", "pprof", "-o"])
+            .arg(&converted)
+            .arg(&data),
+    );
+    let go = run_stdout(
+        Command::new("pprof")
+            .args(["-top", "-nodecount=5"])
+            .arg(&converted)
+            .env("PPROF_TMPDIR", dir.path())
+            .env("HOME", dir.path()),
+    );
+    let mine = common::report(&["--top", "--nodecount=5"], &[&data]);
+    // (name, flat%) of each row.
+    let rows = |t: &str| -> Vec<(String, f64)> {
+        t.lines()
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let share = f.get(1)?.strip_suffix('%')?.parse().ok()?;
+                f.get(4)?.strip_suffix('%')?;
+                Some((f[5..].join(" "), share))
+            })
+            .collect()
+    };
+    let (go_rows, our_rows) = (rows(&go), rows(&mine));
+    assert_eq!(go_rows[0].0, our_rows[0].0, "go:\n{go}\nours:\n{mine}");
+    assert!(
+        (go_rows[0].1 - our_rows[0].1).abs() <= 0.1,
+        "go:\n{go}\nours:\n{mine}"
+    );
+    // The same total: Go prints it in ms, the file holds nanoseconds.
+    let total_ns: f64 = mine
+        .lines()
+        .find_map(|l| l.strip_prefix("Total: "))
+        .and_then(|t| t.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let go_total_ms: f64 = go
+        .lines()
+        .find_map(|l| l.split(" of ").nth(1))
+        .and_then(|t| t.strip_suffix("ms total"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{go}"));
+    assert!(
+        (go_total_ms - total_ns / 1e6).abs() < 0.01,
+        "go:\n{go}\nours:\n{mine}"
+    );
+    assert!(go.contains("Type: cpu-clock"), "{go}");
+}
+
+#[test]
+fn truncated_and_corrupt_files_fail_with_offsets() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let data = fp_recording(dir.path());
+    let bytes = std::fs::read(&data).unwrap();
+    let cut = dir.path().join("cut.data");
+    std::fs::write(&cut, &bytes[..bytes.len() / 2]).unwrap();
+    let (_, stderr, status) = common::report_texts(&["--text", cut.to_str().unwrap()], |_| {});
+    assert_ne!(status, 0);
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    assert!(
+        stderr.contains("cut.data") && stderr.contains("offset"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("panick"), "{stderr}");
+}
+
+#[test]
+fn perf_script_text_reads_like_the_file() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) {
+        return;
+    }
+    let data = fp_recording(dir.path());
+    let script = run_stdout(Command::new("perf").arg("script").arg("-i").arg(&data));
+    let text_file = dir.path().join("fp.script");
+    std::fs::write(&text_file, &script).unwrap();
+    let (format, profile) =
+        cpuprof_profile::read_profile(script.as_bytes(), &ReadOptions::default()).unwrap();
+    assert_eq!(format, cpuprof_profile::Format::PerfScript);
+    // The same samples, values and leaf functions as the perf.data file.
+    let file = ours(&data);
+    assert_eq!(profile.totals(), file.totals());
+    assert_eq!(profile.sample_types, file.sample_types);
+    let leaves = |p: &Profile| {
+        let mut by: HashMap<String, i64> = HashMap::new();
+        for s in &p.samples {
+            let name = s
+                .locations
+                .first()
+                .and_then(|&l| p.location(l).lines.last())
+                .map(|l| perf_style(&p.function(l.function).name))
+                .unwrap_or_default();
+            *by.entry(name).or_default() += s.values[0];
+        }
+        by
+    };
+    assert_eq!(leaves(&profile), leaves(&file));
+    // Through the command line, from standard input too.
+    let out = with_input(cpuprof().args(["report", "--text", "-"]), script.as_bytes());
+    let (stdout, stderr, status) = texts(&out);
+    assert_eq!(status, 0, "{stderr}");
+    assert!(stdout.contains("leaf"), "{stdout}");
+}
+
+#[test]
+fn node_perf_basic_prof_names_javascript_functions() {
+    let dir = TempDir::new().unwrap();
+    if !perf_works(dir.path()) || !require_tool("node") {
+        return;
+    }
+    let app = dir.path().join("app.js");
+    std::fs::write(
+        &app,
+        "function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i) * 1.0001; return s; }\n\
+         function outer() { let t = 0; for (let k = 0; k < 40; k++) t += hotLoop(1e6); return t; }\n\
+         const end = Date.now() + 600; let r = 0; while (Date.now() < end) r += outer(); console.log(r > 0);\n",
+    )
+    .unwrap();
+    let data = dir.path().join("node.data");
+    record(
+        &data,
+        &["-e", "cpu-clock", "-F", "1000", "-g"],
+        &["node", "--perf-basic-prof", app.to_str().unwrap()],
+    );
+    let text = common::report(&["--text", "--nodecount=5"], &[&data]);
+    let script = run_stdout(
+        Command::new("perf")
+            .args(["script", "-F", "ip,sym", "-i"])
+            .arg(&data),
+    );
+    // node's map, left in /tmp, goes with the test.
+    let profile = ours(&data);
+    let pids: std::collections::BTreeSet<i64> = profile
+        .samples
+        .iter()
+        .filter_map(|s| label_num(s, "pid"))
+        .collect();
+    let named = profile
+        .functions
+        .iter()
+        .any(|f| f.name == "hotLoop" && f.filename.ends_with("app.js"));
+    for pid in pids {
+        let _ = std::fs::remove_file(format!("/tmp/perf-{pid}.map"));
+    }
+    // The hot JavaScript function is among the top five, named from the
+    // JIT map as perf names it.
+    assert!(script.contains("hotLoop"), "perf names it");
+    assert!(text.contains("hotLoop"), "{text}");
+    assert!(named, "hotLoop in app.js");
+}

@@ -1,0 +1,1007 @@
+//! Linux `perf record`'s perf.data, in file mode (`PERFILE2`, sections and
+//! a feature table after the data) and pipe mode (`perf record -o -`: the
+//! attributes and features as records in the stream).
+//!
+//! The records are read with the `linux-perf-data` crate (the parser
+//! samply uses, kept by its author: it knows both modes, the feature
+//! sections, zstd-compressed records, and sorts the records of each round
+//! by time the way `perf report` does, so that a sample is resolved
+//! against the mappings of its own moment). Before handing the bytes over,
+//! [`check_framing`] walks the record headers itself so that a truncated
+//! file or an unknown record type is refused with its exact offset, in
+//! both modes (the crate takes a pipe stream cut mid-record for its end).
+//!
+//! One pass over the records: processes and threads from COMM, FORK and
+//! EXIT; mappings from MMAP and MMAP2, with the build ids of MMAP2 records
+//! or of the file's build-id table; each sample resolved against its
+//! process at its time. Each event of the file (`cpu-clock`, `task-clock`,
+//! `cycles`, ...) is a sample type named after it whose value is the
+//! sample's period (nanoseconds for the clock events); samples carry the
+//! labels `perf_to_profile` gives (`pid`, `tid`, `comm`, `thread_comm`,
+//! `cpu`, `timestamp_ns`).
+//!
+//! Stacks: the kernel's callchain (`-g`), leaf first, every frame after the
+//! first stored as its return address minus one; kernel addresses in one
+//! `[kernel.kallsyms]` mapping. For `--call-graph dwarf` samples, the
+//! kernel part of the callchain, then the user stack unwound from the saved
+//! registers and stack bytes by a [`StackUnwinder`] given in the read
+//! options (it reads the mapped files' unwind tables, so it lives with the
+//! symbolizer, which reads files; this module stays free of I/O). Samples
+//! are handed over in batches, so that it can unwind on every core.
+//! Anonymous executable mappings (JIT code) are named `/tmp/perf-PID.map`,
+//! as perf names them, so that the symbolizer reads the JIT's map.
+
+use std::cell::Cell;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{Read, Seek, SeekFrom};
+use std::rc::Rc;
+use std::sync::Arc;
+
+use linux_perf_data::linux_perf_event_reader::{
+    CpuMode, EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
+};
+use linux_perf_data::{DsoKey, Endianness, PerfFileReader, PerfFileRecord, UserRecordType};
+use rustc_hash::FxHashMap;
+
+use crate::{
+    Label, LabelValue, LocationId, Mapping, MappingId, ParseError, Profile, Sample, ValueType,
+};
+
+const FORMAT: &str = "perf.data";
+
+/// The path perf gives the kernel's mapping, and cpuprof its locations.
+pub const KERNEL_MAPPING: &str = "[kernel.kallsyms]";
+
+/// Callchain entries at or above this are context markers
+/// (`PERF_CONTEXT_KERNEL`, `PERF_CONTEXT_USER`, ...), not addresses.
+const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
+const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
+const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
+
+/// How many `--call-graph dwarf` samples are unwound together (each holds
+/// up to the recorded stack size, 8 KB by default).
+const UNWIND_BATCH: usize = 4096;
+
+/// True when `data` starts like a perf.data file or stream.
+pub fn sniff(data: &[u8]) -> bool {
+    data.starts_with(b"PERFILE2") || data.starts_with(b"2ELIFREP")
+}
+
+/// A process's executable file mappings at one moment, for unwinding.
+#[derive(Debug)]
+pub struct AddressSpace {
+    /// Unique for each distinct set of mappings (a new one after every
+    /// change), so that an unwinder may keep what it built for it.
+    pub id: u64,
+    /// The executable mappings of real files, sorted by start.
+    pub mappings: Vec<Mapping>,
+}
+
+/// One `--call-graph dwarf` sample's user stack to unwind.
+#[derive(Debug)]
+pub struct UnwindJob {
+    /// The process's mappings at the sample's time.
+    pub space: Arc<AddressSpace>,
+    /// The saved user registers: instruction, stack and frame pointers.
+    pub pc: u64,
+    /// Stack pointer.
+    pub sp: u64,
+    /// Frame pointer (rbp).
+    pub bp: u64,
+    /// The stack bytes saved from `sp` upwards.
+    pub stack: Vec<u8>,
+    /// Filled by the unwinder: `pc`, then each caller's return address,
+    /// as found (not adjusted).
+    pub frames: Vec<u64>,
+}
+
+/// Unwinds user stacks saved by `perf record --call-graph dwarf` against
+/// the mapped files' unwind tables (implemented by the symbolizer crate).
+pub trait StackUnwinder: Send + Sync + fmt::Debug {
+    /// Fills the `frames` of each job (in parallel as it sees fit).
+    fn unwind(&self, jobs: &mut [UnwindJob]);
+}
+
+/// Reads a perf.data file or pipe stream. `unwinder` unwinds the user
+/// stacks of `--call-graph dwarf` samples; without it those samples keep
+/// their kernel frames and the interrupted instruction.
+pub fn read(data: &[u8], unwinder: Option<&dyn StackUnwinder>) -> Result<Profile, ParseError> {
+    read_with(data, unwinder, None)
+}
+
+/// [`read`], calling `release` with the parts of `data` read past, so that
+/// the caller may drop a file mapping's pages (see
+/// [`crate::ReadOptions::release`]): a `--call-graph dwarf` file is
+/// hundreds of MB read once.
+pub fn read_with(
+    data: &[u8],
+    unwinder: Option<&dyn StackUnwinder>,
+    release: Option<fn(&[u8])>,
+) -> Result<Profile, ParseError> {
+    let big = data.starts_with(b"2ELIFREP");
+    let header_size = field(data, 8, big).ok_or_else(|| {
+        ParseError::new(
+            FORMAT,
+            data.len() as u64,
+            "truncated header: expected its size",
+        )
+    })?;
+    let pipe = header_size == 16;
+    if pipe {
+        check_framing(data, 16, data.len() as u64, big)?;
+    } else {
+        if header_size < 104 {
+            return Err(ParseError::new(
+                FORMAT,
+                8,
+                format!("header size {header_size}: expected 104 (file mode) or 16 (pipe mode)"),
+            ));
+        }
+        let (offset, size) = match (field(data, 40, big), field(data, 48, big)) {
+            (Some(o), Some(s)) => (o, s),
+            _ => {
+                return Err(ParseError::new(
+                    FORMAT,
+                    data.len() as u64,
+                    "truncated header: expected the data section",
+                ))
+            }
+        };
+        let end = offset.checked_add(size).filter(|&e| e <= data.len() as u64);
+        let Some(end) = end else {
+            return Err(ParseError::new(
+                FORMAT,
+                40,
+                format!(
+                    "the data section ({size} bytes at offset {offset}) ends past the end of the file ({} bytes): truncated?",
+                    data.len()
+                ),
+            ));
+        };
+        check_framing(data, offset, end, big)?;
+        check_sections(data, end, big)?;
+    }
+    let position = Rc::new(Cell::new(0u64));
+    let source = Tracked {
+        data,
+        position: position.clone(),
+        release,
+        released: 0,
+    };
+    let at = |e: &dyn fmt::Display| ParseError::new(FORMAT, position.get(), format!("{e}"));
+    let reader = if pipe {
+        PerfFileReader::parse_pipe(source)
+    } else {
+        PerfFileReader::parse_file(source)
+    }
+    .map_err(|e| at(&e))?;
+    let PerfFileReader {
+        mut perf_file,
+        mut record_iter,
+    } = reader;
+
+    let mut state = State::new(unwinder);
+    state.set_events(&perf_file);
+    if let Ok(ids) = perf_file.build_ids() {
+        for (key, info) in ids {
+            state.build_ids.insert(key, hex(&info.build_id));
+        }
+    }
+    state.x86_64 = matches!(perf_file.arch(), Ok(Some("x86_64")) | Ok(None));
+    loop {
+        let record = record_iter
+            .next_record(&mut perf_file)
+            .map_err(|e| at(&e))?;
+        let Some(record) = record else { break };
+        match record {
+            PerfFileRecord::EventRecord { attr_index, record } => {
+                // MMAP2 with a build id: the parser asserts its length
+                // (at most 20 bytes, in the byte after the offsets).
+                if record.record_type.0 == 10 && record.misc & (1 << 14) != 0 {
+                    let body = record.data.as_slice();
+                    if body.get(32).is_none_or(|&n| n > 20) {
+                        return Err(at(&"MMAP2 record: build id longer than 20 bytes"));
+                    }
+                }
+                let parsed = record
+                    .parse()
+                    .map_err(|e| at(&format!("{:?} record: {e}", record.record_type)))?;
+                state.event(attr_index, parsed, record.misc)?;
+            }
+            PerfFileRecord::UserRecord(user) => {
+                if user.record_type == UserRecordType::PERF_HEADER_BUILD_ID {
+                    state.build_id_record(&user.data.as_slice(), user.endian, user.misc);
+                } else if user.record_type == UserRecordType::PERF_HEADER_ATTR
+                    || user.record_type == UserRecordType::PERF_HEADER_FEATURE
+                {
+                    state.set_events(&perf_file);
+                }
+            }
+        }
+    }
+    state.flush_unwinds();
+    Ok(state.finish())
+}
+
+/// A `u64` header field at `offset`.
+fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
+    let bytes: [u8; 8] = data.get(offset..offset + 8)?.try_into().ok()?;
+    Some(if big {
+        u64::from_be_bytes(bytes)
+    } else {
+        u64::from_le_bytes(bytes)
+    })
+}
+
+/// Checks that the attribute and event-type sections and every feature
+/// section the header announces lie inside the file (the parser would
+/// otherwise allocate what a corrupt size says before reading).
+fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseError> {
+    let len = data.len() as u64;
+    let inside = |at: usize, what: &str| -> Result<(), ParseError> {
+        let (offset, size) = match (field(data, at, big), field(data, at + 8, big)) {
+            (Some(o), Some(s)) => (o, s),
+            _ => {
+                return Err(ParseError::new(
+                    FORMAT,
+                    at as u64,
+                    format!("truncated header: expected the {what} section"),
+                ))
+            }
+        };
+        match offset.checked_add(size) {
+            Some(end) if end <= len => Ok(()),
+            _ => Err(ParseError::new(
+                FORMAT,
+                at as u64,
+                format!(
+                    "the {what} section ({size} bytes at offset {offset}) ends past the end of the file ({len} bytes)"
+                ),
+            )),
+        }
+    };
+    inside(24, "attributes")?;
+    inside(56, "event types")?;
+    // The feature bitmap: one {offset, size} entry after the data for
+    // each bit set.
+    let mut features = 0u64;
+    for word in 0..4 {
+        features += u64::from(field(data, 72 + word * 8, big).unwrap_or(0).count_ones());
+    }
+    for i in 0..features {
+        let at = data_end.saturating_add(16 * i);
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        inside(at, "feature")?;
+    }
+    Ok(())
+}
+
+/// Walks the record headers of `data[start..end]`: every record at least
+/// its header long, inside the data, of a type perf writes.
+pub fn check_framing(data: &[u8], start: u64, end: u64, big: bool) -> Result<(), ParseError> {
+    let mut offset = start;
+    while offset < end {
+        let o = offset as usize;
+        let Some(header) = data.get(o..o + 8).filter(|_| offset + 8 <= end) else {
+            return Err(ParseError::new(
+                FORMAT,
+                offset,
+                format!(
+                    "truncated record: {} bytes left, expected an 8-byte record header",
+                    end - offset
+                ),
+            ));
+        };
+        let (kind, size) = if big {
+            (
+                u32::from_be_bytes(header[0..4].try_into().unwrap_or_default()),
+                u16::from_be_bytes([header[6], header[7]]),
+            )
+        } else {
+            (
+                u32::from_le_bytes(header[0..4].try_into().unwrap_or_default()),
+                u16::from_le_bytes([header[6], header[7]]),
+            )
+        };
+        if size < 8 {
+            return Err(ParseError::new(
+                FORMAT,
+                offset,
+                format!("record of type {kind} has size {size}: expected at least 8"),
+            ));
+        }
+        // Kernel records 1-21 (MMAP ... AUX_OUTPUT_HW_ID), perf's own
+        // 64-83 (HEADER_ATTR ... FINISHED_INIT and the like).
+        if !(1..=21).contains(&kind) && !(64..=83).contains(&kind) {
+            return Err(ParseError::new(
+                FORMAT,
+                offset,
+                format!("unknown record type {kind} ({size} bytes)"),
+            ));
+        }
+        if offset + u64::from(size) > end {
+            return Err(ParseError::new(
+                FORMAT,
+                offset,
+                format!(
+                    "record of type {kind} is {size} bytes but only {} are left: truncated file",
+                    end - offset
+                ),
+            ));
+        }
+        if kind == 66 {
+            // PERF_RECORD_HEADER_TRACING_DATA is followed by the tracing
+            // data itself, which the record's size does not count.
+            return Err(ParseError::new(
+                FORMAT,
+                offset,
+                "tracepoint data (PERF_RECORD_HEADER_TRACING_DATA) in a pipe stream: record to a file instead (perf record -o FILE)",
+            ));
+        }
+        offset += u64::from(size);
+    }
+    Ok(())
+}
+
+/// The input as `Read + Seek`, with the position shared so that errors
+/// say how far the parser got.
+struct Tracked<'a> {
+    data: &'a [u8],
+    position: Rc<Cell<u64>>,
+    release: Option<fn(&[u8])>,
+    /// Where the last release ended.
+    released: usize,
+}
+
+/// How much is read between two releases.
+const RELEASE_EVERY: usize = 16 << 20;
+
+impl Read for Tracked<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let at = (self.position.get() as usize).min(self.data.len());
+        let n = buf.len().min(self.data.len() - at);
+        buf[..n].copy_from_slice(&self.data[at..at + n]);
+        self.position.set((at + n) as u64);
+        if let Some(release) = self.release {
+            if at < self.released {
+                // A seek back (the header, then the data section).
+                self.released = at;
+            }
+            if at + n >= self.released + RELEASE_EVERY {
+                release(&self.data[self.released..at + n]);
+                self.released = at + n;
+            }
+        }
+        Ok(n)
+    }
+}
+
+impl Seek for Tracked<'_> {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        let len = self.data.len() as i128;
+        let new = match pos {
+            SeekFrom::Start(p) => i128::from(p),
+            SeekFrom::End(d) => len + i128::from(d),
+            SeekFrom::Current(d) => i128::from(self.position.get()) + i128::from(d),
+        };
+        if new < 0 {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "seek before the start",
+            ));
+        }
+        let new = u64::try_from(new).unwrap_or(u64::MAX);
+        self.position.set(new);
+        Ok(new)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// One event of the file.
+struct Event {
+    /// The period when the attr fixes one (not a frequency).
+    fixed_period: Option<u64>,
+    /// Its sample type; None for perf's side-band `dummy` event.
+    slot: Option<usize>,
+}
+
+/// A process: its name and its mappings by start address.
+#[derive(Clone, Default)]
+struct Process {
+    comm: Option<Arc<str>>,
+    /// start → (end, mapping).
+    maps: BTreeMap<u64, (u64, MappingId)>,
+    /// The executable file mappings as last handed to the unwinder; None
+    /// after a change.
+    space: Option<Arc<AddressSpace>>,
+}
+
+/// What a sample becomes once its stack is known.
+struct Pending {
+    /// Index into `State::jobs`.
+    job: usize,
+    pid: i32,
+    kernel: Vec<u64>,
+    values: Vec<i64>,
+    labels: Vec<Label>,
+}
+
+struct State<'u> {
+    unwinder: Option<&'u dyn StackUnwinder>,
+    x86_64: bool,
+    events: Vec<Event>,
+    profile: Profile,
+    processes: FxHashMap<i32, Process>,
+    threads: FxHashMap<i32, Arc<str>>,
+    build_ids: FxHashMap<DsoKey, String>,
+    mapping_index: FxHashMap<(u64, u64, u64, String, String), MappingId>,
+    kernel_mapping: Option<MappingId>,
+    location_index: FxHashMap<(Option<MappingId>, u64), LocationId>,
+    next_space: u64,
+    jobs: Vec<UnwindJob>,
+    pending: Vec<Pending>,
+}
+
+impl<'u> State<'u> {
+    fn new(unwinder: Option<&'u dyn StackUnwinder>) -> State<'u> {
+        State {
+            unwinder,
+            x86_64: true,
+            events: Vec::new(),
+            profile: Profile::default(),
+            processes: FxHashMap::default(),
+            threads: FxHashMap::default(),
+            build_ids: FxHashMap::default(),
+            mapping_index: FxHashMap::default(),
+            kernel_mapping: None,
+            location_index: FxHashMap::default(),
+            next_space: 1,
+            jobs: Vec::new(),
+            pending: Vec::new(),
+        }
+    }
+
+    /// The sample types: one per event, named after it.
+    fn set_events(&mut self, file: &linux_perf_data::PerfFile) {
+        let attrs = file.event_attributes();
+        if attrs.len() <= self.events.len() {
+            return;
+        }
+        self.events.clear();
+        self.profile.sample_types.clear();
+        let mut seen: Vec<String> = Vec::new();
+        for (i, desc) in attrs.iter().enumerate() {
+            let attr = desc.attributes();
+            let fixed_period = match attr.sampling_policy {
+                SamplingPolicy::Period(p) => Some(p.get()),
+                _ => None,
+            };
+            if matches!(
+                attr.type_,
+                PerfEventType::Software(SoftwareCounterType::Dummy)
+            ) {
+                self.events.push(Event {
+                    fixed_period,
+                    slot: None,
+                });
+                continue;
+            }
+            let (name, unit) = event_name(&attr.type_);
+            let mut name = desc.name().map(str::to_string).unwrap_or(name);
+            // perf writes `cpu-clock:u` style modifiers; keep them but make
+            // every name unique.
+            if seen.contains(&name) {
+                name = format!("{name}#{i}");
+            }
+            seen.push(name.clone());
+            self.events.push(Event {
+                fixed_period,
+                slot: Some(self.profile.sample_types.len()),
+            });
+            self.profile.sample_types.push(ValueType::new(&name, unit));
+        }
+        if let (Some(first), Some(event)) = (
+            self.profile.sample_types.first(),
+            self.events.iter().find(|e| e.slot == Some(0)),
+        ) {
+            self.profile.default_sample_type = first.kind.clone();
+            self.profile.period_type = first.clone();
+            self.profile.period = event.fixed_period.map_or(0, |p| p as i64);
+        }
+        // Samples read before an attribute record arrived (pipe mode)
+        // get the new sample types' width.
+        let n = self.profile.sample_types.len();
+        for s in &mut self.profile.samples {
+            s.values.resize(n, 0);
+        }
+    }
+
+    fn build_id_record(&mut self, body: &[u8], endian: Endianness, misc: u16) {
+        // struct build_id_event: pid, build_id[20] + size + reserved[3]
+        // (or build_id[24] in old files), filename.
+        if body.len() < 28 {
+            return;
+        }
+        let _ = endian;
+        let len = if misc & (1 << 15) != 0 {
+            usize::from(body[24]).min(20)
+        } else {
+            20
+        };
+        let id = hex(&body[4..4 + len]);
+        let name = &body[28..];
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        let mode = if misc & 7 == 1 {
+            CpuMode::Kernel
+        } else {
+            CpuMode::User
+        };
+        if let Some(key) = DsoKey::detect(name, mode) {
+            self.build_ids.insert(key, id);
+        }
+    }
+
+    fn event(
+        &mut self,
+        attr_index: usize,
+        record: EventRecord,
+        misc: u16,
+    ) -> Result<(), ParseError> {
+        match record {
+            EventRecord::Comm(c) => {
+                let name: Arc<str> = String::from_utf8_lossy(&c.name.as_slice()).into();
+                if c.is_execve {
+                    // A new program: the old mappings are gone.
+                    let p = self.processes.entry(c.pid).or_default();
+                    p.maps.clear();
+                    p.space = None;
+                }
+                if c.pid == c.tid || c.is_execve {
+                    self.processes.entry(c.pid).or_default().comm = Some(name.clone());
+                }
+                self.threads.insert(c.tid, name);
+            }
+            EventRecord::Fork(f) => {
+                if f.pid != f.ppid {
+                    let parent = self.processes.get(&f.ppid).cloned().unwrap_or_default();
+                    self.processes.insert(f.pid, parent);
+                }
+                if let Some(name) = self.threads.get(&f.ptid).cloned() {
+                    self.threads.insert(f.tid, name);
+                }
+            }
+            EventRecord::Exit(_) => {}
+            EventRecord::Mmap(m) => {
+                let path = m.path.as_slice();
+                self.mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &path,
+                    m.cpu_mode,
+                    None,
+                    m.is_executable,
+                );
+            }
+            EventRecord::Mmap2(m) => {
+                let path = m.path.as_slice();
+                let build_id = match &m.file_id {
+                    Mmap2FileId::BuildId(id) => Some(hex(id)),
+                    Mmap2FileId::InodeAndVersion(_) => None,
+                };
+                let exec = m.protection & 4 != 0;
+                self.mmap(
+                    m.pid,
+                    m.address,
+                    m.length,
+                    m.page_offset,
+                    &path,
+                    m.cpu_mode,
+                    build_id,
+                    exec,
+                );
+            }
+            EventRecord::Sample(s) => {
+                let _ = misc;
+                self.sample(attr_index, s);
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn mmap(
+        &mut self,
+        pid: i32,
+        start: u64,
+        length: u64,
+        offset: u64,
+        path: &[u8],
+        mode: CpuMode,
+        build_id: Option<String>,
+        executable: bool,
+    ) {
+        let limit = start.saturating_add(length);
+        let kernel = matches!(mode, CpuMode::Kernel) || pid == -1;
+        if kernel {
+            // The kernel and its modules: one mapping, named from kallsyms.
+            if self.kernel_mapping.is_none() {
+                let build_id = self
+                    .build_ids
+                    .get(&DsoKey::Kernel)
+                    .cloned()
+                    .unwrap_or_default();
+                let id = MappingId::from_index(self.profile.mappings.len());
+                self.profile.mappings.push(Mapping {
+                    start: start.min(0xffff_8000_0000_0000),
+                    limit: u64::MAX,
+                    offset: 0,
+                    path: KERNEL_MAPPING.to_string(),
+                    build_id,
+                    perms: "r-xp".to_string(),
+                    ..Mapping::default()
+                });
+                self.kernel_mapping = Some(id);
+            }
+            return;
+        }
+        if !executable {
+            return;
+        }
+        let text = String::from_utf8_lossy(path);
+        let anonymous = text.is_empty()
+            || text == "//anon"
+            || text.starts_with("/anon_hugepage")
+            || text.starts_with("/dev/zero")
+            || text.starts_with("[anon")
+            || text.starts_with("/memfd:");
+        let path = if anonymous {
+            format!("/tmp/perf-{pid}.map")
+        } else {
+            text.into_owned()
+        };
+        let build_id = build_id
+            .or_else(|| {
+                let key = DsoKey::detect(path.as_bytes(), CpuMode::User)?;
+                self.build_ids.get(&key).cloned()
+            })
+            .unwrap_or_default();
+        let offset = if anonymous { 0 } else { offset };
+        let key = (start, limit, offset, path, build_id);
+        let id = match self.mapping_index.get(&key) {
+            Some(&id) => id,
+            None => {
+                let id = MappingId::from_index(self.profile.mappings.len());
+                self.profile.mappings.push(Mapping {
+                    start,
+                    limit,
+                    offset,
+                    path: key.3.clone(),
+                    build_id: key.4.clone(),
+                    perms: "r-xp".to_string(),
+                    ..Mapping::default()
+                });
+                self.mapping_index.insert(key, id);
+                id
+            }
+        };
+        let process = self.processes.entry(pid).or_default();
+        // A new mapping replaces what it overlaps.
+        let overlapping: Vec<u64> = process
+            .maps
+            .range(..limit)
+            .filter(|(_, (end, _))| *end > start)
+            .map(|(s, _)| *s)
+            .collect();
+        for s in overlapping {
+            if let Some((end, old)) = process.maps.remove(&s) {
+                if s < start {
+                    process.maps.insert(s, (start, old));
+                }
+                if end > limit {
+                    process.maps.insert(limit, (end, old));
+                }
+            }
+        }
+        process.maps.insert(start, (limit, id));
+        process.space = None;
+    }
+
+    fn user_mapping(&self, pid: i32, address: u64) -> Option<MappingId> {
+        let process = self.processes.get(&pid)?;
+        let (_, &(end, id)) = process.maps.range(..=address).next_back()?;
+        (address < end).then_some(id)
+    }
+
+    fn location(&mut self, pid: i32, address: u64, kernel: bool) -> LocationId {
+        let mapping = if kernel {
+            self.kernel_mapping.or_else(|| {
+                let id = MappingId::from_index(self.profile.mappings.len());
+                self.profile.mappings.push(Mapping {
+                    start: 0xffff_8000_0000_0000,
+                    limit: u64::MAX,
+                    path: KERNEL_MAPPING.to_string(),
+                    perms: "r-xp".to_string(),
+                    ..Mapping::default()
+                });
+                self.kernel_mapping = Some(id);
+                Some(id)
+            })
+        } else {
+            self.user_mapping(pid, address)
+        };
+        let next = LocationId::from_index(self.profile.locations.len());
+        let id = *self
+            .location_index
+            .entry((mapping, address))
+            .or_insert(next);
+        if id == next {
+            self.profile.locations.push(crate::Location {
+                address,
+                mapping,
+                ..crate::Location::default()
+            });
+        }
+        id
+    }
+
+    fn space(&mut self, pid: i32) -> Arc<AddressSpace> {
+        let next_space = &mut self.next_space;
+        let mappings = &self.profile.mappings;
+        let process = self.processes.entry(pid).or_default();
+        if let Some(space) = &process.space {
+            return space.clone();
+        }
+        let mut list: Vec<Mapping> = Vec::new();
+        for (&start, &(end, id)) in &process.maps {
+            let m = &mappings[id.index()];
+            if m.path.starts_with("/tmp/perf-") {
+                continue;
+            }
+            let mut m = m.clone();
+            // A part left by an overlapping mapping.
+            m.offset += start - m.start;
+            m.start = start;
+            m.limit = end;
+            list.push(m);
+        }
+        let space = Arc::new(AddressSpace {
+            id: *next_space,
+            mappings: list,
+        });
+        *next_space += 1;
+        process.space = Some(space.clone());
+        space
+    }
+
+    fn sample(
+        &mut self,
+        attr_index: usize,
+        s: linux_perf_data::linux_perf_event_reader::SampleRecord,
+    ) {
+        while self.events.len() <= attr_index {
+            // An event without an attribute description: named by index.
+            let slot = self.profile.sample_types.len();
+            self.profile.sample_types.push(ValueType::new(
+                &format!("event{}", self.events.len()),
+                "count",
+            ));
+            self.events.push(Event {
+                fixed_period: None,
+                slot: Some(slot),
+            });
+            for s in &mut self.profile.samples {
+                s.values.resize(slot + 1, 0);
+            }
+        }
+        let event = &self.events[attr_index];
+        let Some(slot) = event.slot else { return };
+        let period = s.period.or(event.fixed_period).unwrap_or(1);
+        let mut values = vec![0i64; self.profile.sample_types.len()];
+        values[slot] = i64::try_from(period).unwrap_or(i64::MAX);
+        let pid = s.pid.unwrap_or(-1);
+        let tid = s.tid.unwrap_or(pid);
+        let mut labels = Vec::with_capacity(6);
+        labels.push(num("pid", i64::from(pid), ""));
+        labels.push(num("tid", i64::from(tid), ""));
+        let thread_comm = self.threads.get(&tid).cloned();
+        let comm = self
+            .processes
+            .get(&pid)
+            .and_then(|p| p.comm.clone())
+            .or_else(|| thread_comm.clone());
+        if let Some(comm) = comm {
+            labels.push(Label {
+                key: "comm".to_string(),
+                value: LabelValue::Str(comm.to_string()),
+            });
+        }
+        if let Some(name) = thread_comm {
+            labels.push(Label {
+                key: "thread_comm".to_string(),
+                value: LabelValue::Str(name.to_string()),
+            });
+        }
+        if let Some(cpu) = s.cpu {
+            labels.push(num("cpu", i64::from(cpu), ""));
+        }
+        if let Some(time) = s.timestamp {
+            labels.push(num(
+                "timestamp_ns",
+                i64::try_from(time).unwrap_or(i64::MAX),
+                "nanoseconds",
+            ));
+        }
+
+        // Callchain addresses, split by context.
+        let mut kernel: Vec<u64> = Vec::new();
+        let mut user: Vec<u64> = Vec::new();
+        let leaf_in_kernel = matches!(s.cpu_mode, CpuMode::Kernel);
+        if let Some(chain) = &s.callchain {
+            let mut in_kernel = leaf_in_kernel;
+            for i in 0..chain.len() {
+                let Some(a) = chain.get(i) else { break };
+                if a >= PERF_CONTEXT_MAX {
+                    in_kernel = a == PERF_CONTEXT_KERNEL;
+                    if a != PERF_CONTEXT_KERNEL && a != PERF_CONTEXT_USER {
+                        // Hypervisor and guest frames: none of ours.
+                        in_kernel = false;
+                    }
+                    continue;
+                }
+                if in_kernel {
+                    kernel.push(a);
+                } else {
+                    user.push(a);
+                }
+            }
+        } else if let Some(ip) = s.ip {
+            if leaf_in_kernel {
+                kernel.push(ip);
+            } else {
+                user.push(ip);
+            }
+        }
+        // `--call-graph dwarf`: unwind the user stack.
+        if let (Some(regs), Some((stack, dyn_size)), Some(_), true) =
+            (&s.user_regs, &s.user_stack, self.unwinder, self.x86_64)
+        {
+            // perf's x86_64 register numbers: BP 6, SP 7, IP 8.
+            if let (Some(bp), Some(sp), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
+                let size = (*dyn_size as usize).min(stack.len());
+                let bytes = match stack.get(0..size) {
+                    Some(b) => b.as_slice().into_owned(),
+                    None => Vec::new(),
+                };
+                let space = self.space(pid);
+                self.jobs.push(UnwindJob {
+                    space,
+                    pc,
+                    sp,
+                    bp,
+                    stack: bytes,
+                    frames: Vec::new(),
+                });
+                self.pending.push(Pending {
+                    job: self.jobs.len() - 1,
+                    pid,
+                    kernel,
+                    values,
+                    labels,
+                });
+                if self.jobs.len() >= UNWIND_BATCH {
+                    self.flush_unwinds();
+                }
+                return;
+            }
+        }
+        let locations = self.stack(pid, &kernel, &user);
+        self.profile.samples.push(Sample {
+            locations,
+            values,
+            labels,
+        });
+    }
+
+    /// The locations of a stack: kernel frames then user frames, leaf
+    /// first; every frame after the first is a return address, stored
+    /// minus one.
+    fn stack(&mut self, pid: i32, kernel: &[u64], user: &[u64]) -> Vec<LocationId> {
+        let mut locations = Vec::with_capacity(kernel.len() + user.len());
+        for (i, &a) in kernel.iter().enumerate() {
+            let a = if i == 0 { a } else { a.wrapping_sub(1) };
+            locations.push(self.location(pid, a, true));
+        }
+        for (i, &a) in user.iter().enumerate() {
+            let a = if i == 0 && kernel.is_empty() {
+                a
+            } else {
+                a.wrapping_sub(1)
+            };
+            locations.push(self.location(pid, a, false));
+        }
+        locations
+    }
+
+    fn flush_unwinds(&mut self) {
+        if self.jobs.is_empty() {
+            return;
+        }
+        if let Some(unwinder) = self.unwinder {
+            unwinder.unwind(&mut self.jobs);
+        }
+        let jobs = std::mem::take(&mut self.jobs);
+        for p in std::mem::take(&mut self.pending) {
+            let job = &jobs[p.job];
+            let mut frames: Vec<u64> = job.frames.clone();
+            if frames.is_empty() {
+                frames.push(job.pc);
+            }
+            let locations = self.stack(p.pid, &p.kernel, &frames);
+            self.profile.samples.push(Sample {
+                locations,
+                values: p.values,
+                labels: p.labels,
+            });
+        }
+    }
+
+    fn finish(mut self) -> Profile {
+        // Mappings of processes and of the kernel that no sample touched
+        // are kept: reports list only what samples use.
+        self.profile.sort_mappings();
+        self.profile.merge_samples();
+        self.profile
+    }
+}
+
+fn num(key: &str, value: i64, unit: &str) -> Label {
+    Label {
+        key: key.to_string(),
+        value: LabelValue::Num {
+            value,
+            unit: unit.to_string(),
+        },
+    }
+}
+
+/// The name perf gives an event of this type, and the unit of its period.
+fn event_name(kind: &PerfEventType) -> (String, &'static str) {
+    use linux_perf_data::linux_perf_event_reader::HardwareEventId as H;
+    match kind {
+        PerfEventType::Software(SoftwareCounterType::CpuClock) => {
+            ("cpu-clock".to_string(), "nanoseconds")
+        }
+        PerfEventType::Software(SoftwareCounterType::TaskClock) => {
+            ("task-clock".to_string(), "nanoseconds")
+        }
+        PerfEventType::Software(SoftwareCounterType::PageFaults) => {
+            ("page-faults".to_string(), "count")
+        }
+        PerfEventType::Software(SoftwareCounterType::ContextSwitches) => {
+            ("context-switches".to_string(), "count")
+        }
+        PerfEventType::Hardware(H::CpuCycles, _) => ("cycles".to_string(), "count"),
+        PerfEventType::Hardware(H::Instructions, _) => ("instructions".to_string(), "count"),
+        PerfEventType::Hardware(H::CacheReferences, _) => ("cache-references".to_string(), "count"),
+        PerfEventType::Hardware(H::CacheMisses, _) => ("cache-misses".to_string(), "count"),
+        PerfEventType::Hardware(H::BranchInstructions, _) => {
+            ("branch-instructions".to_string(), "count")
+        }
+        PerfEventType::Hardware(H::BranchMisses, _) => ("branch-misses".to_string(), "count"),
+        other => (format!("{other:?}").to_lowercase(), "count"),
+    }
+}
+
+/// Whether a clock event's name (perf writes `cpu-clock`, `cpu-clock:u`,
+/// `task-clock:ppp` ...) counts time.
+pub fn is_clock_event(name: &str) -> bool {
+    let base = name.split(':').next().unwrap_or(name);
+    base == "cpu-clock" || base == "task-clock"
+}

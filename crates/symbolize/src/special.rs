@@ -1,0 +1,299 @@
+//! Mappings without an ELF file to read: the kernel (`[kernel.kallsyms]`,
+//! named from `/proc/kallsyms` when it is readable and belongs to the
+//! kernel that recorded the profile) and JIT code (`/tmp/perf-PID.map`,
+//! the map `node --perf-basic-prof`, the JVM's perf-map agents and Python's
+//! `-X perf` write: `START SIZE name` per line, hexadecimal).
+
+use std::sync::{Arc, OnceLock};
+
+use cpuprof_profile::perf::KERNEL_MAPPING;
+use cpuprof_profile::{Function, FunctionId, Line, Profile};
+use rustc_hash::FxHashMap;
+
+use crate::Warning;
+
+/// Sorted symbols: (start, end or 0 if unknown, name).
+type Symbols = Vec<(u64, u64, String)>;
+
+/// True for a JIT map's path, `/tmp/perf-PID.map`.
+pub(crate) fn is_perf_map(path: &str) -> bool {
+    path.strip_prefix("/tmp/perf-")
+        .and_then(|rest| rest.strip_suffix(".map"))
+        .is_some_and(|pid| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// True for the mappings this module names.
+pub(crate) fn is_special(path: &str) -> bool {
+    path == KERNEL_MAPPING || is_perf_map(path)
+}
+
+/// The running kernel's symbols, read once; None when `/proc/kallsyms`
+/// cannot be read or hides its addresses (kptr_restrict).
+fn kallsyms() -> Option<Arc<Symbols>> {
+    static KALLSYMS: OnceLock<Option<Arc<Symbols>>> = OnceLock::new();
+    KALLSYMS
+        .get_or_init(|| {
+            let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
+            let mut symbols: Symbols = Vec::new();
+            for line in text.lines() {
+                let mut fields = line.split_whitespace();
+                let (Some(address), Some(kind), Some(name)) =
+                    (fields.next(), fields.next(), fields.next())
+                else {
+                    continue;
+                };
+                if !matches!(kind, "t" | "T" | "w" | "W") {
+                    continue;
+                }
+                let Ok(address) = u64::from_str_radix(address, 16) else {
+                    continue;
+                };
+                if address != 0 {
+                    symbols.push((address, 0, name.to_string()));
+                }
+            }
+            if symbols.is_empty() {
+                return None;
+            }
+            symbols.sort_by_key(|s| s.0);
+            Some(Arc::new(symbols))
+        })
+        .clone()
+}
+
+/// The running kernel's build id, from `/sys/kernel/notes`.
+fn running_kernel_build_id() -> Option<String> {
+    let notes = std::fs::read("/sys/kernel/notes").ok()?;
+    let mut at = 0usize;
+    while at + 12 <= notes.len() {
+        let word = |i: usize| u32::from_ne_bytes(notes[i..i + 4].try_into().unwrap_or_default());
+        let (namesz, descsz, kind) = (word(at) as usize, word(at + 4) as usize, word(at + 8));
+        let name_at = at + 12;
+        let desc_at = name_at + namesz.next_multiple_of(4);
+        let end = desc_at + descsz.next_multiple_of(4);
+        if end > notes.len() {
+            return None;
+        }
+        if kind == 3 && notes.get(name_at..name_at + 3) == Some(b"GNU") {
+            return Some(
+                notes[desc_at..desc_at + descsz]
+                    .iter()
+                    .map(|b| format!("{b:02x}"))
+                    .collect(),
+            );
+        }
+        at = end;
+    }
+    None
+}
+
+/// A JIT map's symbols; None when it cannot be read.
+fn perf_map(path: &str) -> Option<Symbols> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let mut symbols: Symbols = Vec::new();
+    for line in text.lines() {
+        let mut parts = line.splitn(3, ' ');
+        let (Some(start), Some(size), Some(name)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+        let (Some(start), Some(size)) = (hex(start), hex(size)) else {
+            continue;
+        };
+        symbols.push((start, start.saturating_add(size), name.trim().to_string()));
+    }
+    // Later lines win for the same start (code regenerated in place).
+    symbols.reverse();
+    symbols.sort_by_key(|s| s.0);
+    symbols.dedup_by_key(|s| s.0);
+    Some(symbols)
+}
+
+/// A JIT map's name as a function. V8's (`node --perf-basic-prof`)
+/// `JS:*hotLoop /app.js:1:17` becomes `hotLoop` in `/app.js` at line 1
+/// (the kind prefix and the tier marker `~ ^ + *` dropped, as the same
+/// function compiled again is still that function); other names stay
+/// whole. The map's line is the system name.
+fn jit_function(raw: &str) -> Function {
+    let mut function = Function {
+        name: raw.to_string(),
+        system_name: raw.to_string(),
+        ..Function::default()
+    };
+    let Some((head, place)) = raw.rsplit_once(' ') else {
+        return function;
+    };
+    let mut parts = place.rsplitn(3, ':');
+    let (Some(_column), Some(line), Some(file)) = (parts.next(), parts.next(), parts.next()) else {
+        return function;
+    };
+    let Ok(line) = line.parse::<i64>() else {
+        return function;
+    };
+    let name = match head.split_once(':') {
+        Some((kind, rest)) if !kind.is_empty() && kind.bytes().all(|b| b.is_ascii_alphabetic()) => {
+            rest
+        }
+        _ => head,
+    };
+    let name = name.trim_start_matches(['~', '^', '+', '*', '-']).trim();
+    function.name = if name.is_empty() {
+        "(anonymous)".to_string()
+    } else {
+        name.to_string()
+    };
+    function.filename = file.to_string();
+    function.start_line = line;
+    function
+}
+
+fn lookup(symbols: &Symbols, address: u64) -> Option<&str> {
+    let i = symbols.partition_point(|s| s.0 <= address);
+    let (_, end, name) = symbols.get(i.checked_sub(1)?)?;
+    (*end == 0 || address < *end).then_some(name.as_str())
+}
+
+/// Names the unnamed locations of the kernel and JIT mappings of
+/// `profile` (those `pending` lists, per mapping) and empties their
+/// pending lists.
+pub(crate) fn name_special(
+    profile: &mut Profile,
+    pending: &mut [Vec<usize>],
+    warnings: &mut Vec<Warning>,
+) {
+    let mut kernel_functions: FxHashMap<String, FunctionId> = FxHashMap::default();
+    let mut intern = |profile: &mut Profile, name: &str| -> FunctionId {
+        if let Some(&id) = kernel_functions.get(name) {
+            return id;
+        }
+        let id = FunctionId::from_index(profile.functions.len());
+        profile.functions.push(Function {
+            name: name.to_string(),
+            system_name: name.to_string(),
+            ..Function::default()
+        });
+        kernel_functions.insert(name.to_string(), id);
+        id
+    };
+    let mut functions: FxHashMap<String, FunctionId> = FxHashMap::default();
+    let mut maps: FxHashMap<String, Option<Symbols>> = FxHashMap::default();
+    let mut kernel: Option<Option<Arc<Symbols>>> = None;
+    let count = profile.mappings.len();
+    for (t, slot) in pending.iter_mut().enumerate().take(count) {
+        if slot.is_empty() || !is_special(&profile.mappings[t].path) {
+            continue;
+        }
+        let locations = std::mem::take(slot);
+        let mapping = profile.mappings[t].clone();
+        if mapping.path == KERNEL_MAPPING {
+            let symbols = kernel
+                .get_or_insert_with(|| {
+                    let ours = kallsyms()?;
+                    // Another kernel's profile: its addresses mean nothing here.
+                    if !mapping.build_id.is_empty() {
+                        let running = running_kernel_build_id()?;
+                        if !running.eq_ignore_ascii_case(&mapping.build_id) {
+                            return None;
+                        }
+                    }
+                    Some(ours)
+                })
+                .clone();
+            for loc in locations {
+                if !profile.locations[loc].lines.is_empty() {
+                    continue;
+                }
+                let address = profile.locations[loc].address;
+                let name = symbols
+                    .as_deref()
+                    .and_then(|s| lookup(s, address))
+                    .unwrap_or(KERNEL_MAPPING)
+                    .to_string();
+                let function = intern(profile, &name);
+                profile.locations[loc].lines = vec![Line {
+                    function,
+                    ..Line::default()
+                }];
+            }
+            profile.mappings[t].has_functions = true;
+        } else {
+            let symbols = maps
+                .entry(mapping.path.clone())
+                .or_insert_with(|| perf_map(&mapping.path));
+            let Some(symbols) = symbols.as_ref() else {
+                warnings.push(Warning::new(format!(
+                    "{}: cannot read the JIT map; its {} address{} stay unsymbolized",
+                    mapping.path,
+                    locations.len(),
+                    if locations.len() == 1 { "" } else { "es" }
+                )));
+                continue;
+            };
+            let symbols = symbols.clone();
+            for loc in locations {
+                if !profile.locations[loc].lines.is_empty() {
+                    continue;
+                }
+                let address = profile.locations[loc].address;
+                if let Some(name) = lookup(&symbols, address) {
+                    let function = jit_function(name);
+                    let function = match functions.get(&function.system_name) {
+                        Some(&id) => id,
+                        None => {
+                            let id = FunctionId::from_index(profile.functions.len());
+                            functions.insert(function.system_name.clone(), id);
+                            profile.functions.push(function);
+                            id
+                        }
+                    };
+                    profile.locations[loc].lines = vec![Line {
+                        function,
+                        ..Line::default()
+                    }];
+                }
+            }
+            profile.mappings[t].has_functions = true;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn perf_map_paths() {
+        assert!(is_perf_map("/tmp/perf-123.map"));
+        assert!(!is_perf_map("/tmp/perf-.map"));
+        assert!(!is_perf_map("/tmp/perf-12x.map"));
+    }
+
+    #[test]
+    fn v8_names() {
+        let f = jit_function("JS:*hotLoop /tmp/app.js:1:17");
+        assert_eq!(
+            (f.name.as_str(), f.filename.as_str(), f.start_line),
+            ("hotLoop", "/tmp/app.js", 1)
+        );
+        assert_eq!(jit_function("LazyCompile:~ /a.js:3:1").name, "(anonymous)");
+        assert_eq!(jit_function("Builtin:ArrayPush").name, "Builtin:ArrayPush");
+        assert_eq!(jit_function("py::f:/x.py").name, "py::f:/x.py");
+    }
+
+    #[test]
+    fn perf_map_lookup() {
+        let dir = std::env::temp_dir().join(format!("cpuprof-perfmap-{}", std::process::id()));
+        std::fs::write(
+            &dir,
+            "1000 10 LazyCompile:~f a.js:1\n0x2000 20 g\nbad line\n",
+        )
+        .unwrap();
+        let symbols = perf_map(dir.to_str().unwrap()).unwrap();
+        std::fs::remove_file(&dir).unwrap();
+        assert_eq!(lookup(&symbols, 0x1008), Some("LazyCompile:~f a.js:1"));
+        assert_eq!(lookup(&symbols, 0x1010), None);
+        assert_eq!(lookup(&symbols, 0x201f), Some("g"));
+        assert_eq!(lookup(&symbols, 0xfff), None);
+    }
+}
