@@ -1,7 +1,6 @@
 //! libc's own definitions of the functions the agent interposes (`execve`
 //! and its family, `_exit`, `_Exit`, `pthread_create`, `pthread_sigmask`,
-//! `sigprocmask`, `sigaction`, `signal`, `dlopen`, `dlmopen`,
-//! `dlclose`): found with
+//! `sigprocmask`, `sigaction`, `signal`): found with
 //! `dlsym(RTLD_NEXT)` by a load-time constructor, so that the paths that
 //! use them never call the loader. Those paths may run where the loader
 //! must not be entered: in a `vfork` child (which shares the parent's
@@ -56,9 +55,6 @@ pub(crate) static PTHREAD_SIGMASK: NextDefinition = NextDefinition::new(c"pthrea
 pub(crate) static SIGPROCMASK: NextDefinition = NextDefinition::new(c"sigprocmask");
 pub(crate) static SIGACTION: NextDefinition = NextDefinition::new(c"sigaction");
 pub(crate) static SIGNAL: NextDefinition = NextDefinition::new(c"signal");
-pub(crate) static DLOPEN: NextDefinition = NextDefinition::new(c"dlopen");
-pub(crate) static DLMOPEN: NextDefinition = NextDefinition::new(c"dlmopen");
-pub(crate) static DLCLOSE: NextDefinition = NextDefinition::new(c"dlclose");
 
 /// Resolves every definition at load (constructors may call `dlsym`).
 extern "C" fn resolve_at_load() {
@@ -76,9 +72,6 @@ extern "C" fn resolve_at_load() {
         &SIGPROCMASK,
         &SIGACTION,
         &SIGNAL,
-        &DLOPEN,
-        &DLMOPEN,
-        &DLCLOSE,
     ] {
         next.resolve();
     }

@@ -14,9 +14,8 @@
 //! task-clock event, else a POSIX thread CPU timer, else `setitimer`; see
 //! [`timers`]) that sends it a signal; the handler ([`signal_path`])
 //! unwinds the interrupted stack with framehop from DWARF CFI and adds it
-//! to a preallocated lock-free table; a control thread drains the table
-//! and follows new threads, our `dlopen` (`src/loader.rs`) follows libraries
-//! loaded after the start, and the profile is written in
+//! to a preallocated lock-free table; a control thread drains the table,
+//! follows `dlopen` and new threads, and the profile is written in
 //! gperftools' format, or profile.proto with each sample's thread
 //! (`CPUPROFILE_FORMAT=pprof`), at stop, flush, exit, `_exit`
 //! (`src/exit.rs`), before an exec (`src/exec.rs`), at termination
@@ -42,7 +41,6 @@ mod exit;
 mod handler_stack;
 pub mod http;
 mod interpose;
-mod loader;
 mod modules;
 mod pprof_proto;
 mod profiler;

@@ -1420,43 +1420,6 @@ pub(crate) fn program_creates_a_thread() {
     }
 }
 
-/// After the program's `dlopen`, `dlmopen` or `dlclose` returned (see
-/// [`crate::loader`]; normal context, the loader lock released): with a
-/// control thread, it is told the modules changed; without one (a
-/// single-threaded process, a fork server) the calling thread rebuilds
-/// the snapshot itself, if the loader's objects changed. The only other
-/// holder of [`CONTROL`] can then be the calling thread itself (the
-/// program's dlopen called from within ours), so `try_lock` decides, and
-/// a busy lock leaves the snapshot marked stale for the next refresh.
-pub(crate) fn program_changed_its_objects() {
-    let Some(sampler) = existing_sampler() else {
-        return;
-    };
-    // SAFETY: getpid is always safe.
-    if unsafe { libc::getpid() } != session_pid() {
-        // A vfork child (the parent's memory) or a cloned child not yet
-        // adopted (unarmed): nothing of ours to refresh.
-        return;
-    }
-    if CONTROL_TID.load(Ordering::Acquire) != 0 {
-        sampler.modules_stale.store(true, Ordering::Relaxed);
-        sampler.wake_control();
-        return;
-    }
-    let mut guard = match CONTROL.try_lock() {
-        Ok(held) => held,
-        Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
-        Err(std::sync::TryLockError::WouldBlock) => {
-            sampler.modules_stale.store(true, Ordering::Relaxed);
-            return;
-        }
-    };
-    let control = &mut *guard;
-    if control.session.is_some() {
-        refresh_modules(control, sampler, false);
-    }
-}
-
 /// Starts the control thread if there is none (it drains tables, follows
 /// dlopen and new threads, flushes periodically and serves the switch and
 /// termination signals).

@@ -875,7 +875,7 @@ pub(crate) fn unwind(
     // SAFETY: we won `busy`, so the cache is ours until released.
     let cache = unsafe { &mut *slot.cache.get() };
     let mut read_stack = |addr: u64| -> Result<u64, ()> {
-        if addr >= sp && addr.is_multiple_of(8) && addr.checked_add(8).is_some_and(|end| end <= stack_end) {
+        if addr >= sp && addr % 8 == 0 && addr.checked_add(8).is_some_and(|end| end <= stack_end) {
             // SAFETY: [sp, stack_end) is the mapped stack of this thread.
             Ok(unsafe { std::ptr::read_volatile(addr as *const u64) })
         } else {

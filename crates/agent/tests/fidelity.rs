@@ -106,50 +106,27 @@ fn deep_stacks_keep_at_least_254_frames() {
 }
 
 /// The functions of a library loaded with dlopen after the start are named
-/// (their mapping is in the profile) and unwound through, in a
-/// single-threaded process: no control thread runs there, so it is the
-/// agent's `dlopen` that refreshes the modules, in the calling thread
-/// (docs/agent.md, "Threads, forks and multi-process programs").
+/// (their mapping is in the profile) and unwound through, in a process
+/// that runs threads (the agent's control thread follows `dlopen`; a
+/// single-threaded process has none: see docs/agent.md, "Threads, forks
+/// and multi-process programs").
 #[test]
 fn dlopened_library_functions_are_named_and_unwound() {
-    check_dlopened_library("single", &[], false);
-}
-
-/// The same in a process that runs threads (the control thread exists and
-/// is told by the agent's `dlopen`); the samples are in `main` and in
-/// `thread_main`.
-#[test]
-fn dlopened_library_functions_are_named_and_unwound_with_threads() {
-    check_dlopened_library("threads", &["-t", "2"], false);
-}
-
-/// The same when the program passes a bare name (searched through
-/// `LD_LIBRARY_PATH`), the case where glibc's search depends on the
-/// caller: the agent's trampoline keeps the program's return address.
-#[test]
-fn dlopened_library_by_bare_name_is_named_and_unwound() {
-    check_dlopened_library("bare", &[], true);
-}
-
-fn check_dlopened_library(name: &str, args: &[&str], bare: bool) {
     let dir = tempdir();
     let (spin, lib) = build_spin(dir.path(), "spin", &[]);
-    let profile = dir.path().join(format!("lib-{name}.prof"));
-    let mut cmd = preloaded(&spin, &profile, 1000);
-    cmd.args(["-s", "0.5"]).args(args).arg("-l");
-    if bare {
-        cmd.arg(lib.file_name().unwrap())
-            .env("LD_LIBRARY_PATH", lib.parent().unwrap());
-    } else {
-        cmd.arg(&lib);
-    }
-    run_ok(&mut cmd);
+    let profile = dir.path().join("lib.prof");
+    run_ok(
+        preloaded(&spin, &profile, 1000)
+            .args(["-s", "0.5", "-t", "2"])
+            .arg("-l")
+            .arg(&lib),
+    );
     let stacks = NamedStacks::of(&read_profile(&profile));
     let in_lib = stacks.cum("lib_inner");
     let share = 100.0 * in_lib as f64 / stacks.total() as f64;
     assert!(
         (5.0..=15.0).contains(&share),
-        "{name}: lib_inner: {share:.1}% (expected ~10%)"
+        "lib_inner: {share:.1}% (expected ~10%)"
     );
     let reaching_main: i64 = stacks
         .stacks
@@ -162,7 +139,7 @@ fn check_dlopened_library(name: &str, args: &[&str], bare: bool) {
         .sum();
     assert!(
         reaching_main * 100 >= in_lib * 95,
-        "{name}: {reaching_main} of {in_lib} lib_inner stacks reach main or thread_main"
+        "{reaching_main} of {in_lib} lib_inner stacks reach main or thread_main"
     );
 }
 
