@@ -541,6 +541,32 @@ fn spin_function_addresses(binary: &Path) -> Vec<u64> {
     addresses
 }
 
+/// The executable `PT_LOAD` segment of `binary` (by `readelf -lW`) as the
+/// loader maps it: (page-aligned file offset, first page, end of the last
+/// page), addresses relative to the load base.
+fn code_segment_pages(binary: &std::path::Path) -> (u64, u64, u64) {
+    let out = Command::new("readelf")
+        .arg("-lW")
+        .arg(binary)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap();
+    for line in text.lines() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.first() == Some(&"LOAD") && line.contains(" R E ") {
+            let (offset, vaddr, filesz) = (hex(f[1]), hex(f[2]), hex(f[4]));
+            let page = 0x1000u64;
+            return (
+                offset & !(page - 1),
+                vaddr & !(page - 1),
+                (vaddr + filesz + page - 1) & !(page - 1),
+            );
+        }
+    }
+    panic!("no executable LOAD segment in readelf -lW:\n{text}");
+}
+
 #[test]
 fn symbols_equal_google_pprof_symbols() {
     let Some(case) = case() else { return };
@@ -587,13 +613,16 @@ fn symbols_equal_google_pprof_symbols() {
 
     // With /proc/maps lines the addresses are runtime ones: the PIE loaded
     // at 0x555555554000 (its file mapped from offset 0).
+    // The executable line spans the code segment's pages, as the loader
+    // maps them (a line of another size is another build: refused).
     let base = 0x5555_5555_4000u64;
     let path = case.binary.display();
+    let (offset, start, end) = code_segment_pages(&case.binary);
     let mut maps = format!(
-        "{base:x}-{:x} r--p 00000000 08:01 1 {path}\n{:x}-{:x} r-xp 00001000 08:01 1 {path}\n",
-        base + 0x1000,
-        base + 0x1000,
-        base + 0x10000,
+        "{base:x}-{:x} r--p 00000000 08:01 1 {path}\n{:x}-{:x} r-xp {offset:08x} 08:01 1 {path}\n",
+        base + start,
+        base + start,
+        base + end,
     );
     for a in &addresses {
         maps.push_str(&format!("{:#x}\n", a + base));

@@ -60,7 +60,10 @@ fn record(out: &Path, args: &[&str], command: &[&str]) {
             .arg("-o")
             .arg(out)
             .arg("--")
-            .args(command),
+            .args(command)
+            // Files a recorded program leaves in its working directory
+            // (V8's isolate-*.log) go with the recording's directory.
+            .current_dir(out.parent().unwrap()),
     );
 }
 
@@ -399,6 +402,15 @@ fn assert_same_stacks(data: &Path, callers: Callers) -> HashMap<String, String> 
         );
         for (x, y) in frames.iter().zip(ours) {
             if x.name == y.name {
+                continue;
+            }
+            // A function template's mangled name holds its return type,
+            // which our demangled name keeps (`void std::vector<…>::
+            // _M_realloc_insert<…>`) and perf's drops.
+            if y.name
+                .strip_suffix(x.name.as_str())
+                .is_some_and(|ret| !ret.is_empty() && !ret.ends_with(':') && !ret.contains('('))
+            {
                 continue;
             }
             if aliases(&x.dso, (&x.name, x.address), &y.name, &mut symbol_tables) {
@@ -773,23 +785,14 @@ fn converted_to_pprof_go_pprof_agrees_on_top() {
         (go_rows[0].1 - our_rows[0].1).abs() <= 0.1,
         "go:\n{go}\nours:\n{mine}"
     );
-    // The same total: Go prints it in ms, the file holds nanoseconds.
-    let total_ns: f64 = mine
-        .lines()
-        .find_map(|l| l.strip_prefix("Total: "))
-        .and_then(|t| t.split_whitespace().next())
-        .and_then(|n| n.parse().ok())
-        .unwrap();
-    let go_total_ms: f64 = go
-        .lines()
-        .find_map(|l| l.split(" of ").nth(1))
-        .and_then(|t| t.strip_suffix("ms total"))
-        .and_then(|n| n.parse().ok())
-        .unwrap_or_else(|| panic!("{go}"));
-    assert!(
-        (go_total_ms - total_ns / 1e6).abs() < 0.01,
-        "go:\n{go}\nours:\n{mine}"
-    );
+    // The same total, in the same unit (both print Go's summary line).
+    let total = |t: &str| -> String {
+        t.lines()
+            .find_map(|l| l.split(" of ").nth(1))
+            .map(str::to_string)
+            .unwrap_or_else(|| panic!("no total in:\n{t}"))
+    };
+    assert_eq!(total(&go), total(&mine), "go:\n{go}\nours:\n{mine}");
     assert!(go.contains("Type: cpu-clock"), "{go}");
 }
 

@@ -62,6 +62,7 @@ const RULES: &[(&str, Action)] = &[
     ("localhost:6060", Skip("needs a running server: crates/cli/tests/remote.rs")),
     ("http://127.0.0.1:6060", Skip("needs a running server: crates/cli/tests/remote.rs")),
     ("./server", Skip("a server program: crates/agent/tests/http_endpoint.rs, crates/cli/tests/remote.rs")),
+    ("--http=:8080 perf.data", Skip("perf.data needs `perf record` (root): the perf.data reader's own tests")),
     ("--http=", Serve),
     // The CI gate script (a whole script, with ./bench and main.prof).
     ("./bench", Skip("the CI gate script's own program: the gate is tested by crates/cli/tests/statistics.rs")),
@@ -80,6 +81,7 @@ const RULES: &[(&str, Action)] = &[
     ("perf script", Skip("perf.data needs `perf record` (root): the perf.data reader's own tests")),
     ("perf.data", Skip("perf.data needs `perf record` (root): the perf.data reader's own tests")),
     ("before.data", Skip("perf.data needs `perf record` (root): the perf.data reader's own tests")),
+    ("gcc -g -O1 app.c", Skip("the heap section's workload: tcmalloc's heap profiles are the heap profile reader's own tests")),
     ("HEAPPROFILE=", Skip("tcmalloc's heap profiler: the heap profile reader's own tests")),
     (".heap", Skip("tcmalloc's heap profiles: the heap profile reader's own tests")),
     ("./gobin", Skip("a Go program's block profile: the heap/legacy profile reader's own tests")),
