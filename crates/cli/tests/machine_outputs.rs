@@ -725,10 +725,13 @@ fn flat_profiles_do_not_break_the_outputs() {
     let collapsed = parse_collapsed(&report(&["--collapsed"], &inputs));
     // One location per stack: no callers, only an inline chain where the
     // address is in inlined code (cpu_now in a burn function).
+    // (A sample may land in main's own code: main as a leaf is fine, as a
+    // caller it is not.)
     assert!(
-        collapsed.keys().all(|s| !s
-            .split(';')
-            .any(|f| ["main", "work", "recurse", "thread_main"].contains(&f))),
+        collapsed.keys().all(|s| {
+            let frames: Vec<&str> = s.split(';').collect();
+            frames.len() == 1 || (frames.len() == 2 && frames[1] == "cpu_now")
+        }),
         "{collapsed:?}"
     );
     assert_eq!(per_leaf(&collapsed), text_flat(&text));
