@@ -1124,10 +1124,13 @@ fn fork_server_stays_single_threaded_and_is_profiled() {
 // ---- The biggest programs people run (issue 22) ----
 
 /// Runs `make()` without the agent, then with it (gperftools' format at
-/// `hz` into `profiles/NAME.prof`, children into `NAME.prof_<pid>`), and
-/// asserts the same exit status and stdout. Stderr is not compared for
-/// these programs: their own logs carry pids and times.
-fn run_big(what: &str, make: &dyn Fn() -> Command, profiles: &Path, hz: u32) -> (Run, Run) {
+/// `hz` into `dir/profiles/NAME.prof`, children into `NAME.prof_<pid>`;
+/// read them with [`big_profiles`]), and asserts the same exit status and
+/// stdout. Stderr is not compared for these programs: their own logs
+/// carry pids and times.
+fn run_big(what: &str, make: &dyn Fn() -> Command, dir: &Path, hz: u32) -> (Run, Run) {
+    let profiles = dir.join("profiles");
+    std::fs::create_dir(&profiles).unwrap();
     let without = measure(&mut make(), None);
     let with = measure(
         with_agent(&mut make(), &profiles.join(format!("{what}.prof")), hz),
@@ -1146,6 +1149,29 @@ fn run_big(what: &str, make: &dyn Fn() -> Command, profiles: &Path, hz: u32) -> 
         with.stderr
     );
     (without, with)
+}
+
+/// The profiles [`run_big`] left for `what` in `dir`: (files, total samples).
+fn big_profiles(dir: &Path, what: &str) -> (Vec<PathBuf>, i64) {
+    read_all_profiles(&dir.join("profiles"), &format!("{what}.prof"))
+}
+
+/// Asserts that the stdout of `run` passes `check`, printing it if not.
+fn assert_stdout(run: &Run, check: impl Fn(&str) -> bool) {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(check(&stdout), "{stdout}");
+}
+
+/// A big program whose every thread runs on a CPU (Node's workers, the
+/// JVM's): its profiles hold about CPU time × rate samples.
+fn assert_big_samples_fit(dir: &Path, what: &str, with: &Run, hz: u32) {
+    let (files, total) = big_profiles(dir, what);
+    assert_samples_fit(what, total, with.cpu, hz, 0.6);
+    eprintln!(
+        "{what}: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
+        files.len(),
+        with.cpu
+    );
 }
 
 /// The share of `profile`'s samples with a frame in no file-backed
@@ -1182,8 +1208,6 @@ fn chromium_run(mode: &str) {
     let dir = tempdir();
     let page = dir.path().join("page.html");
     std::fs::write(&page, HOT_PAGE).unwrap();
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir(&profiles).unwrap();
     let runs = std::cell::Cell::new(0);
     let make = || {
         runs.set(runs.get() + 1);
@@ -1210,13 +1234,13 @@ fn chromium_run(mode: &str) {
         "chromium {}",
         if mode.is_empty() { "(zygote)" } else { mode }
     );
-    let (without, with) = run_big("chromium", &make, &profiles, 1000);
+    let (without, with) = run_big("chromium", &make, dir.path(), 1000);
     let dom = String::from_utf8_lossy(&without.stdout);
     assert!(
         dom.contains("<body>-34.218"),
         "{what}: the page's DOM: {dom}"
     );
-    let (files, total) = read_all_profiles(&profiles, "chromium.prof");
+    let (files, total) = big_profiles(dir.path(), "chromium");
     assert!(
         files.len() >= 3,
         "{what}: one profile per process: {files:?}"
@@ -1332,8 +1356,6 @@ fn cgo_program_is_profiled_in_go_and_c() {
     let _serial = serial();
     let dir = tempdir();
     let program = build_cgo_burn(dir.path());
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir(&profiles).unwrap();
     let rounds = if long() { "400000000" } else { "160000000" };
     let make = || {
         let mut cmd = plain(&program);
@@ -1341,18 +1363,14 @@ fn cgo_program_is_profiled_in_go_and_c() {
         cmd
     };
     let hz = 200;
-    let (_, with) = run_big("cgo", &make, &profiles, hz);
-    assert!(
-        String::from_utf8_lossy(&with.stdout).ends_with(" true\n"),
-        "{}",
-        String::from_utf8_lossy(&with.stdout)
-    );
+    let (_, with) = run_big("cgo", &make, dir.path(), hz);
+    assert_stdout(&with, |out| out.ends_with(" true\n"));
     assert!(
         !with.stderr.contains("installed its own handler"),
         "{}",
         with.stderr
     );
-    let (files, total) = read_all_profiles(&profiles, "cgo.prof");
+    let (files, total) = big_profiles(dir.path(), "cgo");
     assert_eq!(files.len(), 1, "{files:?}");
     let stacks = NamedStacks::of(&read_profile(&files[0]));
     let (c, go) = (stacks.cum("c_burn"), stacks.cum("main.goBurn"));
@@ -1380,8 +1398,6 @@ fn node_worker_threads_are_unharmed_and_sampled() {
     let _serial = serial();
     let node = testkit_which("node");
     let dir = tempdir();
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir(&profiles).unwrap();
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/js/workers.js");
     let n = if long() { "4e7" } else { "1e7" };
     let make = || {
@@ -1390,19 +1406,9 @@ fn node_worker_threads_are_unharmed_and_sampled() {
         cmd
     };
     let hz = 200;
-    let (_, with) = run_big("node", &make, &profiles, hz);
-    assert!(
-        String::from_utf8_lossy(&with.stdout).starts_with("main "),
-        "{}",
-        String::from_utf8_lossy(&with.stdout)
-    );
-    let (files, total) = read_all_profiles(&profiles, "node.prof");
-    assert_samples_fit("node", total, with.cpu, hz, 0.6);
-    eprintln!(
-        "node: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
-        files.len(),
-        with.cpu
-    );
+    let (_, with) = run_big("node", &make, dir.path(), hz);
+    assert_stdout(&with, |out| out.starts_with("main "));
+    assert_big_samples_fit(dir.path(), "node", &with, hz);
 }
 
 /// Proves: a JVM (Debian's OpenJDK) running 4 threads that allocate (the
@@ -1424,8 +1430,6 @@ fn jvm_threads_gc_jit_and_null_checks_are_unharmed() {
             .args(["-d", "."])
             .arg("Torture.java"),
     );
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir(&profiles).unwrap();
     let rounds = if long() { "20000000" } else { "3000000" };
     let make = || {
         let mut cmd = plain(&java);
@@ -1436,19 +1440,9 @@ fn jvm_threads_gc_jit_and_null_checks_are_unharmed() {
         cmd
     };
     let hz = 200;
-    let (_, with) = run_big("jvm", &make, &profiles, hz);
-    assert!(
-        String::from_utf8_lossy(&with.stdout).starts_with("total "),
-        "{}",
-        String::from_utf8_lossy(&with.stdout)
-    );
-    let (files, total) = read_all_profiles(&profiles, "jvm.prof");
-    assert_samples_fit("jvm", total, with.cpu, hz, 0.6);
-    eprintln!(
-        "jvm: {} profiles, {total} samples for {:.2} CPU-s at {hz} Hz",
-        files.len(),
-        with.cpu
-    );
+    let (_, with) = run_big("jvm", &make, dir.path(), hz);
+    assert_stdout(&with, |out| out.starts_with("total "));
+    assert_big_samples_fit(dir.path(), "jvm", &with, hz);
 }
 
 /// Proves (long variant, `CPUPROF_TORTURE_LONG=1`: Firefox takes 10–15 s
@@ -1466,8 +1460,6 @@ fn firefox_takes_the_same_screenshot() {
     let dir = tempdir();
     let page = dir.path().join("page.html");
     std::fs::write(&page, HOT_PAGE).unwrap();
-    let profiles = dir.path().join("profiles");
-    std::fs::create_dir(&profiles).unwrap();
     let runs = std::cell::Cell::new(0);
     let make = || {
         runs.set(runs.get() + 1);
@@ -1482,12 +1474,12 @@ fn firefox_takes_the_same_screenshot() {
             .arg(format!("file://{}", page.display()));
         cmd
     };
-    let (without, with) = run_big("firefox", &make, &profiles, 200);
+    let (without, with) = run_big("firefox", &make, dir.path(), 200);
     let first = std::fs::read(dir.path().join("shot-1.png")).unwrap();
     let second = std::fs::read(dir.path().join("shot-2.png")).unwrap();
     assert!(first.starts_with(b"\x89PNG"), "a PNG without the agent");
     assert!(first == second, "the screenshots differ");
-    let (files, total) = read_all_profiles(&profiles, "firefox.prof");
+    let (files, total) = big_profiles(dir.path(), "firefox");
     assert!(total > 0 && !files.is_empty());
     eprintln!(
         "firefox: same {}-byte PNG; {} profiles, {total} samples; wall {:.1} s without, {:.1} s with",
