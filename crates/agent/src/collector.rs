@@ -99,7 +99,6 @@ pub(crate) fn sampler() -> &'static Sampler {
         wall_period_ns: AtomicU64::new(0),
         cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
-        has_drainer: AtomicBool::new(false),
         wake_word: AtomicU32::new(0),
         stats: Stats::default(),
     });

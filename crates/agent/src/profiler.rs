@@ -147,6 +147,12 @@ pub(crate) fn session_pid() -> i32 {
 
 /// The control thread's tid (0 when there is none); it is never sampled.
 static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
+
+/// True while there is a control thread (or one is starting) to drain the
+/// tables. Async-signal-safe (one atomic load).
+pub(crate) fn has_control_thread() -> bool {
+    CONTROL_TID.load(Ordering::Acquire) != 0
+}
 /// Termination flush requests from signal handlers and their completions.
 static TERMINATION_REQUESTS: AtomicU32 = AtomicU32::new(0);
 static TERMINATION_DONE: AtomicU32 = AtomicU32::new(0);
@@ -1427,7 +1433,7 @@ fn ensure_control_thread(sampler: &Sampler) {
     if CONTROL_TID.load(Ordering::Acquire) != 0 {
         return;
     }
-    sampler.has_drainer.store(true, Ordering::Release);
+    let _ = sampler;
     CONTROL_TID.store(-1, Ordering::Release);
     extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
         CONTROL_TID.store(gettid(), Ordering::Release);
@@ -1436,7 +1442,6 @@ fn ensure_control_thread(sampler: &Sampler) {
     }
     if threads::spawn_internal(control_main).is_err() {
         CONTROL_TID.store(0, Ordering::Release);
-        sampler.has_drainer.store(false, Ordering::Release);
         diag("cannot start the control thread; periodic work disabled");
         return;
     }
@@ -1609,9 +1614,6 @@ fn continue_in_child(
     // SAFETY: getpid is always safe.
     SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     CONTROL_TID.store(0, Ordering::Release);
-    if let Some(sampler) = existing_sampler() {
-        sampler.has_drainer.store(false, Ordering::Release);
-    }
     crate::wall_driver::forget_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
     control.window = None;

@@ -200,12 +200,13 @@ fn program_action() -> libc::sigaction {
 /// In our sampling handler: true when this signal is not one of the
 /// agent's clocks' (it was sent by `kill`, `sigqueue`, or `tgkill` outside
 /// realtime mode) — then it was handed to the program's own handler on the
-/// signal, if it set one. Async-signal-safe.
+/// signal, if it set one. `wall_mode` (realtime mode runs) is asked only
+/// of a `tgkill`. Async-signal-safe.
 pub(crate) fn forward_foreign(
     signal: i32,
     info: *mut libc::siginfo_t,
     ucontext: *mut c_void,
-    wall_mode: bool,
+    wall_mode: impl FnOnce() -> bool,
 ) -> bool {
     if info.is_null() || signal != OWNED.load(Ordering::Acquire) {
         return false;
@@ -213,7 +214,7 @@ pub(crate) fn forward_foreign(
     // SAFETY: the kernel's siginfo for this signal.
     let code = unsafe { (*info).si_code };
     let foreign =
-        code == libc::SI_USER || code == libc::SI_QUEUE || (code == libc::SI_TKILL && !wall_mode);
+        code == libc::SI_USER || code == libc::SI_QUEUE || (code == libc::SI_TKILL && !wall_mode());
     if !foreign {
         return false;
     }

@@ -382,10 +382,6 @@ pub(crate) struct Sampler {
     pub(crate) wall_period_ns: AtomicU64,
     /// Set by the handler when it sees a PC outside every known module.
     pub(crate) modules_stale: AtomicBool,
-    /// True while a control thread drains the tables; without one the
-    /// handler moves to the other table itself when the active one is
-    /// half full and the other empty (see [`take_sample`]).
-    pub(crate) has_drainer: AtomicBool,
     /// Bumped (and futex-woken) to wake the control thread.
     pub(crate) wake_word: AtomicU32,
     pub(crate) stats: Stats,
@@ -470,7 +466,7 @@ pub(crate) extern "C" fn on_profiling_signal(
     if !sampler.is_null() {
         // SAFETY: the sampler is never freed once published.
         let sampler = unsafe { &*sampler };
-        let wall_mode = sampler.wall_period_ns.load(Ordering::Relaxed) != 0;
+        let wall_mode = || sampler.wall_period_ns.load(Ordering::Relaxed) != 0;
         if crate::sigmask::forward_foreign(_sig, info, ucontext, wall_mode) {
             // Sent by someone else: the program's (see sigmask::sigaction).
         } else if sampler.running.load(Ordering::Acquire) {
@@ -742,7 +738,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
-        match table.map(|t| t.record(captured, tag, weight)) {
+        let full = match table.map(|t| t.record(captured, tag, weight)) {
             Some(Ok((index, hash))) => {
                 stats.samples.fetch_add(weight, Ordering::Relaxed);
                 if let Some(slot) = me.slot {
@@ -750,17 +746,23 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
                         .store(last_entry(active, index), Ordering::Relaxed);
                     slot.last_hash.store(hash, Ordering::Release);
                 }
+                false
             }
             Some(Err(Dropped::TableFull)) | None => {
                 stats.dropped_full.fetch_add(weight, Ordering::Relaxed);
+                true
+            }
+        };
+        if crate::profiler::has_control_thread() {
+            // Woken when a table is full or half full; without a control
+            // thread the handler moves to the other table itself when the
+            // active one is half full and the other empty, and a wake
+            // (a system call) would wake no one.
+            let occupied = table.map_or(0, |t| t.occupied.load(Ordering::Relaxed));
+            if full || occupied == sampler.tables[0].entries.len() / 2 {
                 sampler.wake_control();
             }
-        }
-        let occupied = table.map_or(0, |t| t.occupied.load(Ordering::Relaxed));
-        if occupied == sampler.tables[0].entries.len() / 2 {
-            sampler.wake_control();
-        }
-        if !sampler.has_drainer.load(Ordering::Acquire) {
+        } else {
             sampler.turn_tables_if_other_empty(active);
         }
     }
