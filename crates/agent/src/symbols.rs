@@ -90,28 +90,105 @@ fn read_at(file: &File, offset: u64, len: u64) -> Option<Vec<u8>> {
     Some(buf)
 }
 
+/// Opens the ELF-64 little-endian object at `path`: the file and its
+/// 64-byte header (None for anything else).
+fn open_elf(path: &str) -> Option<(File, Vec<u8>)> {
+    let file = File::open(path).ok()?;
+    let header = read_at(&file, 0, 64)?;
+    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
+        return None;
+    }
+    Some((file, header))
+}
+
+/// (type, file offset, virtual address, size in the file) of each
+/// program header; none when its entries are too small for ELF-64's.
+fn program_headers(file: &File, header: &[u8]) -> Option<Vec<(u32, u64, u64, u64)>> {
+    let phoff = u64_at(header, 0x20)?;
+    let phentsize = u16_at(header, 0x36)? as u64;
+    let phnum = (u16_at(header, 0x38)? as usize).min(MAX_HEADERS);
+    if phentsize < 56 {
+        return Some(Vec::new());
+    }
+    let table = read_at(file, phoff, phentsize * phnum as u64)?;
+    (0..phnum)
+        .map(|i| {
+            let ph = &table[i * phentsize as usize..];
+            Some((
+                u32_at(ph, 0)?,
+                u64_at(ph, 8)?,
+                u64_at(ph, 16)?,
+                u64_at(ph, 32)?,
+            ))
+        })
+        .collect()
+}
+
+/// The GNU build id in the first `PT_NOTE` segment of `headers` that has
+/// one.
+fn build_id_in_segments(file: &File, headers: &[(u32, u64, u64, u64)]) -> Option<String> {
+    headers
+        .iter()
+        .filter(|&&(kind, ..)| kind == PT_NOTE)
+        .find_map(|&(_, offset, _, filesz)| {
+            build_id_in_notes(&read_at(file, offset, filesz.min(1 << 16))?)
+        })
+}
+
+/// The section header table of an ELF-64 object (no entries when its
+/// entries are too small for ELF-64's).
+struct Sections {
+    table: Vec<u8>,
+    entry_size: usize,
+    count: usize,
+}
+
+impl Sections {
+    fn read(file: &File, header: &[u8]) -> Option<Sections> {
+        let shoff = u64_at(header, 0x28)?;
+        let shentsize = u16_at(header, 0x3a)? as u64;
+        let shnum = (u16_at(header, 0x3c)? as usize).min(MAX_HEADERS);
+        if shentsize < 64 || shnum == 0 {
+            return Some(Sections {
+                table: Vec::new(),
+                entry_size: 64,
+                count: 0,
+            });
+        }
+        Some(Sections {
+            table: read_at(file, shoff, shentsize * shnum as u64)?,
+            entry_size: shentsize as usize,
+            count: shnum,
+        })
+    }
+
+    /// Section header `i`.
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        self.table
+            .get(i * self.entry_size..(i + 1) * self.entry_size)
+    }
+
+    /// The bytes of section `i`.
+    fn contents(&self, file: &File, i: usize) -> Option<Vec<u8>> {
+        let sh = self.get(i)?;
+        read_at(file, u64_at(sh, 24)?, u64_at(sh, 32)?)
+    }
+}
+
 /// True when the ELF object at `path` has a section named `name` (e.g.
 /// `.go.buildinfo`, which every Go program has).
 pub(crate) fn has_section(path: &str, name: &[u8]) -> bool {
     let find = || -> Option<bool> {
-        let file = File::open(path).ok()?;
-        let header = read_at(&file, 0, 64)?;
-        if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-            return None;
-        }
-        let shoff = u64_at(&header, 0x28)?;
-        let shentsize = u16_at(&header, 0x3a)? as u64;
-        let shnum = (u16_at(&header, 0x3c)? as usize).min(MAX_HEADERS);
+        let (file, header) = open_elf(path)?;
+        let sections = Sections::read(&file, &header)?;
         let shstrndx = u16_at(&header, 0x3e)? as usize;
-        if shentsize < 64 || shstrndx >= shnum {
+        if shstrndx >= sections.count {
             return None;
         }
-        let table = read_at(&file, shoff, shentsize * shnum as u64)?;
-        let section = |i: usize| table.get(i * shentsize as usize..(i + 1) * shentsize as usize);
-        let names_header = section(shstrndx)?;
-        let names = read_at(&file, u64_at(names_header, 24)?, u64_at(names_header, 32)?)?;
-        Some((0..shnum).any(|i| {
-            section(i)
+        let names = sections.contents(&file, shstrndx)?;
+        Some((0..sections.count).any(|i| {
+            sections
+                .get(i)
                 .and_then(|sh| u32_at(sh, 0))
                 .and_then(|at| names.get(at as usize..))
                 .is_some_and(|rest| rest.starts_with(name) && rest.get(name.len()) == Some(&0))
@@ -131,66 +208,28 @@ const NT_GNU_BUILD_ID: u32 = 3;
 /// The GNU build id of the ELF-64 file at `path`, in hex: its `PT_NOTE`
 /// segments only (no symbol table read).
 pub(crate) fn build_id_of(path: &str) -> Option<String> {
-    let file = File::open(path).ok()?;
-    let header = read_at(&file, 0, 64)?;
-    if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-        return None;
-    }
-    let phoff = u64_at(&header, 0x20)?;
-    let phentsize = u16_at(&header, 0x36)? as u64;
-    let phnum = (u16_at(&header, 0x38)? as usize).min(MAX_HEADERS);
-    if phentsize < 56 {
-        return None;
-    }
-    let table = read_at(&file, phoff, phentsize * phnum as u64)?;
-    (0..phnum).find_map(|i| {
-        let ph = &table[i * phentsize as usize..];
-        if u32_at(ph, 0)? != PT_NOTE {
-            return None;
-        }
-        let (offset, filesz) = (u64_at(ph, 8)?, u64_at(ph, 32)?);
-        build_id_in_notes(&read_at(&file, offset, filesz.min(1 << 16))?)
-    })
+    let (file, header) = open_elf(path)?;
+    build_id_in_segments(&file, &program_headers(&file, &header)?)
 }
 
 impl ObjectFile {
     /// Reads an ELF-64 little-endian object (None for anything else).
     pub(crate) fn read(path: &str) -> Option<ObjectFile> {
-        let file = File::open(path).ok()?;
-        let header = read_at(&file, 0, 64)?;
-        if header[..4] != *b"\x7fELF" || header[4] != 2 || header[5] != 1 {
-            return None;
-        }
-        let phoff = u64_at(&header, 0x20)?;
-        let shoff = u64_at(&header, 0x28)?;
-        let phentsize = u16_at(&header, 0x36)? as u64;
-        let phnum = (u16_at(&header, 0x38)? as usize).min(MAX_HEADERS);
-        let shentsize = u16_at(&header, 0x3a)? as u64;
-        let shnum = (u16_at(&header, 0x3c)? as usize).min(MAX_HEADERS);
+        let (file, header) = open_elf(path)?;
         let mut object = ObjectFile::default();
-        if phentsize >= 56 {
-            let table = read_at(&file, phoff, phentsize * phnum as u64)?;
-            for i in 0..phnum {
-                let ph = &table[i * phentsize as usize..];
-                let kind = u32_at(ph, 0)?;
-                let (offset, vaddr, filesz) = (u64_at(ph, 8)?, u64_at(ph, 16)?, u64_at(ph, 32)?);
-                if kind == PT_LOAD {
-                    object.segments.push((offset, vaddr, filesz));
-                } else if kind == PT_NOTE && object.build_id.is_none() {
-                    if let Some(notes) = read_at(&file, offset, filesz.min(1 << 16)) {
-                        object.build_id = build_id_in_notes(&notes);
-                    }
-                }
-            }
-        }
-        if shentsize >= 64 && shnum > 0 {
-            let table = read_at(&file, shoff, shentsize * shnum as u64)?;
-            let section =
-                |i: usize| table.get(i * shentsize as usize..(i + 1) * shentsize as usize);
+        let headers = program_headers(&file, &header)?;
+        object.segments = headers
+            .iter()
+            .filter(|&&(kind, ..)| kind == PT_LOAD)
+            .map(|&(_, offset, vaddr, filesz)| (offset, vaddr, filesz))
+            .collect();
+        object.build_id = build_id_in_segments(&file, &headers);
+        let sections = Sections::read(&file, &header)?;
+        if sections.count > 0 {
             // .symtab when present (all functions), else .dynsym (exported).
             let mut chosen = None;
-            for i in 0..shnum {
-                let sh = section(i)?;
+            for i in 0..sections.count {
+                let sh = sections.get(i)?;
                 match u32_at(sh, 4)? {
                     SHT_SYMTAB => chosen = Some(i),
                     SHT_DYNSYM if chosen.is_none() => chosen = Some(i),
@@ -198,15 +237,9 @@ impl ObjectFile {
                 }
             }
             if let Some(i) = chosen {
-                let sh = section(i)?;
-                let (offset, size, link) = (u64_at(sh, 24)?, u64_at(sh, 32)?, u32_at(sh, 40)?);
-                let strings_header = section(link as usize)?;
-                let strings = read_at(
-                    &file,
-                    u64_at(strings_header, 24)?,
-                    u64_at(strings_header, 32)?,
-                )?;
-                let symbols = read_at(&file, offset, size)?;
+                let link = u32_at(sections.get(i)?, 40)?;
+                let strings = sections.contents(&file, link as usize)?;
+                let symbols = sections.contents(&file, i)?;
                 for symbol in symbols.chunks_exact(24) {
                     let kind = symbol[4] & 0xf;
                     let shndx = u16_at(symbol, 6)?;
