@@ -8,6 +8,8 @@
 //! [`crate::gocount`]) follow the layouts as google/pprof's
 //! `legacy_profile.go` and perl pprof read them.
 
+use std::borrow::Cow;
+
 use crate::error::ParseError;
 use crate::gperftools::parse_mapping_line;
 use crate::model::{Label, Mapping, Profile, ProfileBuilder, Sample, ValueType};
@@ -131,9 +133,11 @@ pub fn parse_memory_map<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Mapping
     let mut variables: Vec<(String, String)> = Vec::new();
     let mut mappings = Vec::new();
     for raw in lines {
-        let mut line = remove_logging_prefix(raw).to_string();
+        let mut line = Cow::Borrowed(remove_logging_prefix(raw));
         for (name, value) in &variables {
-            line = substitute(&line, name, value);
+            if let Cow::Owned(changed) = substitute(&line, name, value) {
+                line = Cow::Owned(changed);
+            }
         }
         match parse_mapping_line(&line) {
             Some(mapping) => {
@@ -165,11 +169,15 @@ pub fn parse_memory_map<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Mapping
     mappings
 }
 
-/// Replaces `$name` when followed by a non-word character or the end.
-fn substitute(line: &str, name: &str, value: &str) -> String {
+/// Replaces `$name` when followed by a non-word character or the end
+/// (borrowed when there is no `$name`: most lines).
+fn substitute<'a>(line: &'a str, name: &str, value: &str) -> Cow<'a, str> {
+    if !line.contains('$') {
+        return Cow::Borrowed(line);
+    }
     let pattern = format!("${name}");
     if !line.contains(&pattern) {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len() + value.len());
     let mut rest = line;
@@ -184,7 +192,7 @@ fn substitute(line: &str, name: &str, value: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
 /// A sample as read: its addresses (return addresses, leaf first), its
