@@ -29,7 +29,7 @@
 //! pprof leaves it (perl pprof guesses 2.8 GHz).
 
 use crate::error::ParseError;
-use crate::legacy::{self, RawSample, TextLine};
+use crate::legacy::{self, RawSample, StacksEnd, TextLine};
 use crate::model::{Profile, ValueType};
 
 /// The format's name in messages.
@@ -117,41 +117,9 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         }
         lines.next();
     }
-    let mut samples = Vec::new();
-    let mut map_lines: Vec<&str> = Vec::new();
-    let mut in_map = false;
-    let mut ended = false;
-    for line in lines {
-        if in_map {
-            map_lines.push(line.text);
-            continue;
-        }
-        if legacy::is_memory_map_sentinel(line.text) {
-            in_map = true;
-            continue;
-        }
-        if ended || legacy::is_space_or_comment(line.text) {
-            continue;
-        }
-        if line.text.trim().starts_with("---") {
-            ended = true;
-            continue;
-        }
-        match parse_sample(&line, period, hz) {
-            Ok(sample) => samples.push(sample),
-            // perl pprof takes what follows the stacks for the memory
-            // map, with or without a sentinel.
-            Err(e) => {
-                if crate::gperftools::parse_mapping_line(line.text).is_some() {
-                    in_map = true;
-                    map_lines.push(line.text);
-                } else {
-                    return Err(e);
-                }
-            }
-        }
-    }
-    let mappings = legacy::parse_memory_map(map_lines.into_iter());
+    let (samples, mappings) = legacy::read_stacks(lines, StacksEnd::DashesOrMap, |line| {
+        parse_sample(line, period, hz)
+    })?;
     let mut profile = legacy::build(
         vec![
             ValueType::new("contentions", "count"),

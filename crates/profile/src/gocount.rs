@@ -18,7 +18,7 @@
 //! reads them: one sample type and period type `NAME/count`, period 1.
 
 use crate::error::ParseError;
-use crate::legacy::{self, RawSample, TextLine};
+use crate::legacy::{self, RawSample, StacksEnd, TextLine};
 use crate::model::{Profile, ValueType};
 
 /// The format's name in messages.
@@ -62,29 +62,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
     let name = header_name(first.text)
         .ok_or_else(|| legacy::line_error(FORMAT, &first, "`NAME profile: total N`"))?
         .to_string();
-    let mut samples = Vec::new();
-    let mut map_lines: Vec<&str> = Vec::new();
-    let mut in_map = false;
-    let mut ended = false;
-    for line in lines {
-        if in_map {
-            map_lines.push(line.text);
-            continue;
-        }
-        if legacy::is_memory_map_sentinel(line.text) {
-            in_map = true;
-            continue;
-        }
-        if ended || legacy::is_space_or_comment(line.text) {
-            continue;
-        }
-        if line.text.starts_with("---") {
-            ended = true;
-            continue;
-        }
-        samples.push(parse_sample(&line)?);
-    }
-    let mappings = legacy::parse_memory_map(map_lines.into_iter());
+    let (samples, mappings) = legacy::read_stacks(lines, StacksEnd::Dashes, parse_sample)?;
     let kind = ValueType::new(&name, "count");
     Ok(legacy::build(
         vec![kind.clone()],

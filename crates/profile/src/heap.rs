@@ -35,7 +35,7 @@
 //! its object size as the numeric label `bytes`.
 
 use crate::error::ParseError;
-use crate::legacy::{self, RawSample, TextLine};
+use crate::legacy::{self, RawSample, StacksEnd, TextLine};
 use crate::model::{Label, LabelValue, Profile, ValueType};
 
 /// The format's name in messages.
@@ -212,24 +212,9 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         ));
     };
     let header = parse_header(first.text).map_err(|e| legacy::line_error(FORMAT, &first, &e))?;
-    let mut samples = Vec::new();
-    let mut map_lines: Vec<&str> = Vec::new();
-    let mut in_map = false;
-    for line in lines {
-        if in_map {
-            map_lines.push(line.text);
-            continue;
-        }
-        if legacy::is_space_or_comment(line.text) {
-            continue;
-        }
-        if legacy::is_memory_map_sentinel(line.text) {
-            in_map = true;
-            continue;
-        }
-        samples.push(parse_sample(&line, &header)?);
-    }
-    let mappings = legacy::parse_memory_map(map_lines.into_iter());
+    let (samples, mappings) = legacy::read_stacks(lines, StacksEnd::Sentinel, |line| {
+        parse_sample(line, &header)
+    })?;
     let mut profile = legacy::build(
         sample_types(header.has_alloc),
         ValueType::new("space", "bytes"),

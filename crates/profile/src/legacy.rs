@@ -8,6 +8,8 @@
 //! [`crate::gocount`]) follow the layouts as google/pprof's
 //! `legacy_profile.go` and perl pprof read them.
 
+use std::borrow::Cow;
+
 use crate::error::ParseError;
 use crate::gperftools::parse_mapping_line;
 use crate::model::{Label, Mapping, Profile, ProfileBuilder, Sample, ValueType};
@@ -131,9 +133,11 @@ pub fn parse_memory_map<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Mapping
     let mut variables: Vec<(String, String)> = Vec::new();
     let mut mappings = Vec::new();
     for raw in lines {
-        let mut line = remove_logging_prefix(raw).to_string();
+        let mut line = Cow::Borrowed(remove_logging_prefix(raw));
         for (name, value) in &variables {
-            line = substitute(&line, name, value);
+            if let Cow::Owned(changed) = substitute(&line, name, value) {
+                line = Cow::Owned(changed);
+            }
         }
         match parse_mapping_line(&line) {
             Some(mapping) => {
@@ -165,11 +169,15 @@ pub fn parse_memory_map<'a>(lines: impl Iterator<Item = &'a str>) -> Vec<Mapping
     mappings
 }
 
-/// Replaces `$name` when followed by a non-word character or the end.
-fn substitute(line: &str, name: &str, value: &str) -> String {
+/// Replaces `$name` when followed by a non-word character or the end
+/// (borrowed when there is no `$name`: most lines).
+fn substitute<'a>(line: &'a str, name: &str, value: &str) -> Cow<'a, str> {
+    if !line.contains('$') {
+        return Cow::Borrowed(line);
+    }
     let pattern = format!("${name}");
     if !line.contains(&pattern) {
-        return line.to_string();
+        return Cow::Borrowed(line);
     }
     let mut out = String::with_capacity(line.len() + value.len());
     let mut rest = line;
@@ -184,7 +192,7 @@ fn substitute(line: &str, name: &str, value: &str) -> String {
         rest = after;
     }
     out.push_str(rest);
-    out
+    Cow::Owned(out)
 }
 
 /// A sample as read: its addresses (return addresses, leaf first), its
@@ -193,6 +201,71 @@ pub(crate) struct RawSample {
     pub stack: Vec<u64>,
     pub values: Vec<i64>,
     pub labels: Vec<Label>,
+}
+
+/// Where a format's stack lines end, besides at the memory map's
+/// sentinel (each as google/pprof's reader of that format has it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum StacksEnd {
+    /// Only at the sentinel, and a comment naming the sentinel stays a
+    /// comment (heap profiles).
+    Sentinel,
+    /// Also at a line starting with `---`, after which lines up to the
+    /// sentinel are ignored (Go count profiles).
+    Dashes,
+    /// Also at a line starting with `---` after blanks, and at a mapping
+    /// line where a stack was expected: perl pprof takes what follows the
+    /// stacks for the memory map, with or without a sentinel (contention
+    /// profiles).
+    DashesOrMap,
+}
+
+/// Reads the lines after a header: blank and `#` lines skipped, each
+/// other line a sample (`parse`), up to where `end` says; then the memory
+/// map, read by [`parse_memory_map`].
+pub(crate) fn read_stacks<'a>(
+    lines: impl Iterator<Item = TextLine<'a>>,
+    end: StacksEnd,
+    mut parse: impl FnMut(&TextLine<'a>) -> Result<RawSample, ParseError>,
+) -> Result<(Vec<RawSample>, Vec<Mapping>), ParseError> {
+    let mut samples = Vec::new();
+    let mut map_lines: Vec<&str> = Vec::new();
+    let mut in_map = false;
+    let mut ended = false;
+    for line in lines {
+        if in_map {
+            map_lines.push(line.text);
+            continue;
+        }
+        if end == StacksEnd::Sentinel && is_space_or_comment(line.text) {
+            continue;
+        }
+        if is_memory_map_sentinel(line.text) {
+            in_map = true;
+            continue;
+        }
+        if ended || is_space_or_comment(line.text) {
+            continue;
+        }
+        let dashes = match end {
+            StacksEnd::Sentinel => false,
+            StacksEnd::Dashes => line.text.starts_with("---"),
+            StacksEnd::DashesOrMap => line.text.trim().starts_with("---"),
+        };
+        if dashes {
+            ended = true;
+            continue;
+        }
+        match parse(&line) {
+            Ok(sample) => samples.push(sample),
+            Err(_) if end == StacksEnd::DashesOrMap && parse_mapping_line(line.text).is_some() => {
+                in_map = true;
+                map_lines.push(line.text);
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((samples, parse_memory_map(map_lines.into_iter())))
 }
 
 /// Builds the profile: mappings sorted (overlaps dropped, as a location
