@@ -398,3 +398,35 @@ pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
 pub fn percent_base(graph: &Graph) -> i64 {
     graph.nodes.iter().map(|n| n.flat).sum()
 }
+
+/// What a value may fall short of a cutoff by and still reach it (see
+/// [`trim_rows`]).
+pub const CUTOFF_SLACK: f64 = 1e-6;
+
+/// The rows Go pprof's `-top` and `-tree` keep, in [`rows`]'s order
+/// (`options.nodecount` aside): those whose |cum| reaches `node_cutoff`,
+/// then at most `nodecount`; with the number dropped below the cutoff and
+/// the number before `nodecount`. Go compares whole numbers of the sample
+/// unit; the slack keeps a value exactly at the cutoff whatever the
+/// rounding of `total * fraction`.
+pub fn trim_rows(
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    node_cutoff: f64,
+    nodecount: Option<usize>,
+) -> (Vec<Row>, usize, usize) {
+    let all = Options {
+        nodecount: None,
+        ..options.clone()
+    };
+    let mut rows = rows(stacks, graph, &all);
+    let before = rows.len();
+    rows.retain(|r| r.cum.abs() as f64 + CUTOFF_SLACK >= node_cutoff);
+    let dropped = before - rows.len();
+    let candidates = rows.len();
+    if let Some(n) = nodecount {
+        rows.truncate(n);
+    }
+    (rows, dropped, candidates)
+}
