@@ -9,6 +9,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::measure::Measure;
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 
@@ -429,4 +430,18 @@ pub fn trim_rows(
         rows.truncate(n);
     }
     (rows, dropped, candidates)
+}
+
+/// The measure of a report's rows (time, bytes) under the `unit` setting,
+/// as Go pprof's `selectOutputUnit` chooses it: over each row's flat, or
+/// its cum when its flat is zero, with the report's `total`.
+pub fn row_measure(stacks: &Stacks, options: &Options, rows: &[Row], total: i64) -> Measure {
+    Measure::select(
+        &stacks.sample_type.unit,
+        &options.unit,
+        rows.iter()
+            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
+        total,
+        false,
+    )
 }

@@ -15,9 +15,9 @@
 
 use std::io::{self, Write};
 
-use crate::graph::{percent_base, rows, trim_rows, Graph, Row};
+use crate::graph::{percent_base, row_measure, rows, trim_rows, Graph, Row};
 use crate::legend::profile_labels;
-use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percent, PerlLegacyUnit};
+use crate::measure::{is_scaled_unit, percentage, unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
 use crate::stacks::Stacks;
 
@@ -155,14 +155,7 @@ fn write_go(
 ) -> io::Result<()> {
     let total = stacks.grand_total;
     let (rows, dropped, candidates) = go_rows(stacks, graph, options);
-    let measure = Measure::select(
-        &stacks.sample_type.unit,
-        &options.unit,
-        rows.iter()
-            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
-        total,
-        false,
-    );
+    let measure = row_measure(stacks, options, &rows, total);
     let mut text = String::with_capacity(256 + rows.len() * 80);
     for label in profile_labels(stacks, options, &measure, total) {
         text.push_str(&label);

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 use regex::Regex;
 
 use crate::callgraph::DEFAULT_NODECOUNT;
-use crate::graph::{percent_base, rows, trim_rows, Edge, Graph, Row, CUTOFF_SLACK};
+use crate::graph::{percent_base, row_measure, rows, trim_rows, Edge, Graph, Row, CUTOFF_SLACK};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percentage};
 use crate::options::Options;
@@ -124,18 +124,6 @@ pub fn write_with(
         writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
     }
     write_blocks(out, stacks, &rows, &edges, total, shares, measure.as_ref())
-}
-
-/// The measure of the values of `rows` (time, bytes), as Go selects it.
-fn row_measure(stacks: &Stacks, options: &Options, rows: &[Row], total: i64) -> Measure {
-    Measure::select(
-        &stacks.sample_type.unit,
-        &options.unit,
-        rows.iter()
-            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
-        total,
-        false,
-    )
 }
 
 /// Writes Go pprof's `-peek=RE` report: the `-tree` blocks of the nodes
