@@ -9,6 +9,7 @@
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::measure::Measure;
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 
@@ -397,4 +398,50 @@ pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
 /// flat values of the kept samples.
 pub fn percent_base(graph: &Graph) -> i64 {
     graph.nodes.iter().map(|n| n.flat).sum()
+}
+
+/// What a value may fall short of a cutoff by and still reach it (see
+/// [`trim_rows`]).
+pub const CUTOFF_SLACK: f64 = 1e-6;
+
+/// The rows Go pprof's `-top` and `-tree` keep, in [`rows`]'s order
+/// (`options.nodecount` aside): those whose |cum| reaches `node_cutoff`,
+/// then at most `nodecount`; with the number dropped below the cutoff and
+/// the number before `nodecount`. Go compares whole numbers of the sample
+/// unit; the slack keeps a value exactly at the cutoff whatever the
+/// rounding of `total * fraction`.
+pub fn trim_rows(
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    node_cutoff: f64,
+    nodecount: Option<usize>,
+) -> (Vec<Row>, usize, usize) {
+    let all = Options {
+        nodecount: None,
+        ..options.clone()
+    };
+    let mut rows = rows(stacks, graph, &all);
+    let before = rows.len();
+    rows.retain(|r| r.cum.abs() as f64 + CUTOFF_SLACK >= node_cutoff);
+    let dropped = before - rows.len();
+    let candidates = rows.len();
+    if let Some(n) = nodecount {
+        rows.truncate(n);
+    }
+    (rows, dropped, candidates)
+}
+
+/// The measure of a report's rows (time, bytes) under the `unit` setting,
+/// as Go pprof's `selectOutputUnit` chooses it: over each row's flat, or
+/// its cum when its flat is zero, with the report's `total`.
+pub fn row_measure(stacks: &Stacks, options: &Options, rows: &[Row], total: i64) -> Measure {
+    Measure::select(
+        &stacks.sample_type.unit,
+        &options.unit,
+        rows.iter()
+            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
+        total,
+        false,
+    )
 }

@@ -529,35 +529,7 @@ impl<'p> Stacks<'p> {
             return None;
         }
         let profile = self.profile;
-        let none = Stacks::build(
-            profile,
-            &Options {
-                focus: None,
-                ignore: None,
-                show_from: None,
-                show: None,
-                hide: None,
-                tags: TagOptions {
-                    focus: None,
-                    ignore: None,
-                    ..options.tags.clone()
-                },
-                ..options.clone()
-            },
-        );
-        if none.is_empty() {
-            return Some(if profile.samples.is_empty() {
-                "the profile has no samples".to_string()
-            } else {
-                format!(
-                    "the profile's {} samples all have a {} of 0",
-                    profile.samples.len(),
-                    none.sample_type.kind
-                )
-            });
-        }
-        let before = none.len();
-        let mut trial = Options {
+        let unfiltered = Options {
             focus: None,
             ignore: None,
             show_from: None,
@@ -570,33 +542,50 @@ impl<'p> Stacks<'p> {
             },
             ..options.clone()
         };
+        let none = Stacks::build(profile, &unfiltered);
+        if none.is_empty() {
+            return Some(if profile.samples.is_empty() {
+                "the profile has no samples".to_string()
+            } else {
+                format!(
+                    "the profile's {} samples all have a {} of 0",
+                    profile.samples.len(),
+                    none.sample_type.kind
+                )
+            });
+        }
+        let before = none.len();
+        let mut trial = unfiltered;
         let regex = |r: &Option<Regex>| r.as_ref().map(|r| r.as_str().to_string());
-        let steps: [(&str, Option<String>); 7] = [
+        // Each filter: its setting, its value when set, and how it is
+        // put back into the trial options.
+        type Restore = fn(&mut Options, &Options);
+        let steps: [(&str, Option<String>, Restore); 7] = [
             (
                 "tagfocus",
                 options.tags.focus.as_ref().map(|_| String::new()),
+                |t, o| t.tags.focus = o.tags.focus.clone(),
             ),
             (
                 "tagignore",
                 options.tags.ignore.as_ref().map(|_| String::new()),
+                |t, o| t.tags.ignore = o.tags.ignore.clone(),
             ),
-            ("focus", regex(&options.focus)),
-            ("ignore", regex(&options.ignore)),
-            ("show_from", regex(&options.show_from)),
-            ("show", regex(&options.show)),
-            ("hide", regex(&options.hide)),
+            ("focus", regex(&options.focus), |t, o| {
+                t.focus = o.focus.clone()
+            }),
+            ("ignore", regex(&options.ignore), |t, o| {
+                t.ignore = o.ignore.clone()
+            }),
+            ("show_from", regex(&options.show_from), |t, o| {
+                t.show_from = o.show_from.clone()
+            }),
+            ("show", regex(&options.show), |t, o| t.show = o.show.clone()),
+            ("hide", regex(&options.hide), |t, o| t.hide = o.hide.clone()),
         ];
-        for (name, value) in steps {
+        for (name, value, restore) in steps {
             let Some(value) = value else { continue };
-            match name {
-                "tagfocus" => trial.tags.focus = options.tags.focus.clone(),
-                "tagignore" => trial.tags.ignore = options.tags.ignore.clone(),
-                "focus" => trial.focus = options.focus.clone(),
-                "ignore" => trial.ignore = options.ignore.clone(),
-                "show_from" => trial.show_from = options.show_from.clone(),
-                "show" => trial.show = options.show.clone(),
-                _ => trial.hide = options.hide.clone(),
-            }
+            restore(&mut trial, options);
             if Stacks::build(profile, &trial).is_empty() {
                 let what = match name {
                     "tagfocus" | "tagignore" => name.to_string(),

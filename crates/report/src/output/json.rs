@@ -26,8 +26,8 @@ use std::io::{self, Write};
 
 use crate::escape::push_json_string;
 use crate::graph::Graph;
-use crate::graph::{percent_base, rows};
-use crate::measure::{unit_word, Measure};
+use crate::graph::{percent_base, row_measure, rows};
+use crate::measure::unit_word;
 use crate::options::Options;
 use crate::stacks::Stacks;
 
@@ -59,14 +59,7 @@ pub fn write_with(
     let shown_total = percent_base(graph);
     let shares = crate::stats::Shares::new(stacks, shown_total, level);
     let rows = rows(stacks, graph, options);
-    let measure = Measure::select(
-        &stacks.sample_type.unit,
-        &options.unit,
-        rows.iter()
-            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
-        shown_total,
-        false,
-    );
+    let measure = row_measure(stacks, options, &rows, shown_total);
     let mut s = String::with_capacity(4096);
     s.push_str("{\"schema\":");
     string(&mut s, SCHEMA);

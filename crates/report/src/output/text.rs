@@ -15,9 +15,9 @@
 
 use std::io::{self, Write};
 
-use crate::graph::{percent_base, rows, Graph, Row};
+use crate::graph::{percent_base, row_measure, rows, trim_rows, Graph, Row};
 use crate::legend::profile_labels;
-use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percent, PerlLegacyUnit};
+use crate::measure::{is_scaled_unit, percentage, unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
 use crate::stacks::Stacks;
 
@@ -137,24 +137,12 @@ fn digits(value: i64) -> usize {
 /// `--nodecount`; with the number dropped and the number before
 /// `--nodecount`.
 pub fn go_rows(stacks: &Stacks, graph: &Graph, options: &Options) -> (Vec<Row>, usize, usize) {
-    let total = percent_base(graph);
     // As in `--tree`: Go truncates the cutoff to a whole number of the
-    // sample unit; the slack keeps a value exactly at it.
-    const SLACK: f64 = 1e-6;
-    let node_cutoff = (total as f64 * options.nodefraction).abs().trunc();
-    let all = Options {
-        nodecount: None,
-        ..options.clone()
-    };
-    let mut rows = rows(stacks, graph, &all);
-    let before = rows.len();
-    rows.retain(|r| r.cum.abs() as f64 + SLACK >= node_cutoff);
-    let dropped = before - rows.len();
-    let candidates = rows.len();
-    if let Some(n) = options.nodecount {
-        rows.truncate(n);
-    }
-    (rows, dropped, candidates)
+    // sample unit.
+    let node_cutoff = (percent_base(graph) as f64 * options.nodefraction)
+        .abs()
+        .trunc();
+    trim_rows(stacks, graph, options, node_cutoff, options.nodecount)
 }
 
 /// Go pprof's `-top` layout, for values with a unit.
@@ -167,14 +155,7 @@ fn write_go(
 ) -> io::Result<()> {
     let total = stacks.grand_total;
     let (rows, dropped, candidates) = go_rows(stacks, graph, options);
-    let measure = Measure::select(
-        &stacks.sample_type.unit,
-        &options.unit,
-        rows.iter()
-            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
-        total,
-        false,
-    );
+    let measure = row_measure(stacks, options, &rows, total);
     let mut text = String::with_capacity(256 + rows.len() * 80);
     for label in profile_labels(stacks, options, &measure, total) {
         text.push_str(&label);

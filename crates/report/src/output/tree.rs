@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 use regex::Regex;
 
 use crate::callgraph::DEFAULT_NODECOUNT;
-use crate::graph::{percent_base, rows, Edge, Graph, Row};
+use crate::graph::{percent_base, row_measure, rows, trim_rows, Edge, Graph, Row, CUTOFF_SLACK};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percentage};
 use crate::options::Options;
@@ -84,23 +84,19 @@ pub fn write_with(
     // truncates them to whole nanoseconds, which the slack stands for (so
     // that a value exactly at the cutoff is kept whatever the rounding of
     // `total * fraction`).
-    const SLACK: f64 = 1e-6;
     let node_cutoff = (kept_total as f64 * options.nodefraction).abs();
     let edge_cutoff = (kept_total as f64 * options.edgefraction).abs();
-    let all = Options {
-        nodecount: None,
-        ..options.clone()
-    };
-    let mut rows = rows(stacks, graph, &all);
-    let before = rows.len();
-    rows.retain(|r| r.cum.abs() as f64 + SLACK >= node_cutoff);
-    let dropped_nodes = before - rows.len();
-    let candidates = rows.len();
-    rows.truncate(options.nodecount.unwrap_or(DEFAULT_NODECOUNT));
+    let (rows, dropped_nodes, candidates) = trim_rows(
+        stacks,
+        graph,
+        options,
+        node_cutoff,
+        Some(options.nodecount.unwrap_or(DEFAULT_NODECOUNT)),
+    );
     let kept: Vec<FrameId> = rows.iter().map(|r| r.frame).collect();
     let mut edges = Graph::edges_among(stacks, &kept);
     // Go says nothing of these: its last trimming step finds none left.
-    edges.retain(|e| e.weight.abs() as f64 + SLACK >= edge_cutoff);
+    edges.retain(|e| e.weight.abs() as f64 + CUTOFF_SLACK >= edge_cutoff);
     let shown_flat: i64 = rows.iter().map(|r| r.flat).sum();
     let measure = scaled.then(|| row_measure(stacks, options, &rows, total));
     if let Some(m) = &measure {
@@ -128,18 +124,6 @@ pub fn write_with(
         writeln!(out, "Showing top {} nodes out of {candidates}", rows.len())?;
     }
     write_blocks(out, stacks, &rows, &edges, total, shares, measure.as_ref())
-}
-
-/// The measure of the values of `rows` (time, bytes), as Go selects it.
-fn row_measure(stacks: &Stacks, options: &Options, rows: &[Row], total: i64) -> Measure {
-    Measure::select(
-        &stacks.sample_type.unit,
-        &options.unit,
-        rows.iter()
-            .map(|r| if r.flat != 0 { r.flat } else { r.cum }),
-        total,
-        false,
-    )
 }
 
 /// Writes Go pprof's `-peek=RE` report: the `-tree` blocks of the nodes
