@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use common::{cpuprof, texts};
 use cpuprof_profile::{LabelValue, Profile, ReadOptions};
-use cpuprof_testkit::{compile, require_tool, run_ok, run_stdout, workload, TempDir};
+use cpuprof_testkit::{
+    compile, require_tool, run_ok, run_stdout, run_with_stdin, workload, TempDir,
+};
 
 /// Whether `perf record` works here; prints why a test is skipped when not.
 fn perf_works(dir: &Path) -> bool {
@@ -65,24 +67,6 @@ fn record(out: &Path, args: &[&str], command: &[&str]) {
             // (V8's isolate-*.log) go with the recording's directory.
             .current_dir(out.parent().unwrap()),
     );
-}
-
-/// `cmd`'s output with `input` on its standard input.
-fn with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    out
 }
 
 /// The profile as cpuprof reads and symbolizes it (the library the CLI
@@ -530,13 +514,18 @@ fn assert_same_flat(data: &Path, alias_of: &HashMap<String, String>) {
     assert!(sum > 99.0, "perf's rows add up to {sum}");
 }
 
-fn fp_recording(dir: &Path) -> PathBuf {
-    let program = compile(
+/// tests/workloads/callgraph.c built with frame pointers in `dir`.
+fn callgraph(dir: &Path) -> PathBuf {
+    compile(
         "gcc",
         &[&workload("callgraph.c")],
         &dir.join("callgraph"),
         &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    )
+}
+
+fn fp_recording(dir: &Path) -> PathBuf {
+    let program = callgraph(dir);
     let data = dir.join("fp.data");
     record(
         &data,
@@ -608,12 +597,7 @@ fn pipe_mode_from_standard_input() {
     if !perf_works(dir.path()) {
         return;
     }
-    let program = compile(
-        "gcc",
-        &[&workload("callgraph.c")],
-        &dir.path().join("callgraph"),
-        &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    let program = callgraph(dir.path());
     let piped = Command::new("perf")
         .args([
             "record",
@@ -634,7 +618,7 @@ fn pipe_mode_from_standard_input() {
     assert!(piped.status.success());
     let pipe_file = dir.path().join("pipe.data");
     std::fs::write(&pipe_file, &piped.stdout).unwrap();
-    let out = with_input(
+    let out = run_with_stdin(
         cpuprof().args(["report", "--text", "--nodecount=5", "-"]),
         &piped.stdout,
     );
@@ -654,12 +638,7 @@ fn multi_event_recording_has_one_sample_type_per_event() {
     if !perf_works(dir.path()) {
         return;
     }
-    let program = compile(
-        "gcc",
-        &[&workload("callgraph.c")],
-        &dir.path().join("callgraph"),
-        &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    let program = callgraph(dir.path());
     let data = dir.path().join("multi.data");
     record(
         &data,
@@ -856,7 +835,7 @@ fn perf_script_text_reads_like_the_file() {
     };
     assert_eq!(leaves(&profile), leaves(&file));
     // Through the command line, from standard input too.
-    let out = with_input(cpuprof().args(["report", "--text", "-"]), script.as_bytes());
+    let out = run_with_stdin(cpuprof().args(["report", "--text", "-"]), script.as_bytes());
     let (stdout, stderr, status) = texts(&out);
     assert_eq!(status, 0, "{stderr}");
     assert!(stdout.contains("leaf"), "{stdout}");
