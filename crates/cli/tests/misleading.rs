@@ -9,13 +9,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{cpuprof, report_texts, texts};
-use cpuprof_testkit::{compile, repo_root, require_tool, run_ok, TempDir};
+use cpuprof_testkit::{compile, require_tool, run_ok, TempDir};
 
 /// The README's small program (60/30/10% in burn_a/b/c), built in `dir`
 /// as `name` from its source with `extra` C code before `burn_a`.
 fn build(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let source =
-        std::fs::read_to_string(repo_root().join("crates/cli/tests/readme/prog.c")).unwrap();
+    let source = std::fs::read_to_string(common::readme_prog()).unwrap();
     let at = source
         .find("__attribute__((noinline)) double burn_a")
         .unwrap();
