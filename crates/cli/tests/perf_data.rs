@@ -52,6 +52,13 @@ fn perf_works(dir: &Path) -> bool {
     panic!("perf record failed: {stderr}");
 }
 
+/// A directory for a test's recordings when `perf record` works here
+/// (else None: the test is skipped, [`perf_works`] says why).
+fn perf_dir() -> Option<TempDir> {
+    let dir = TempDir::new().unwrap();
+    perf_works(dir.path()).then_some(dir)
+}
+
 /// `perf record ARGS -o OUT -- COMMAND`.
 fn record(out: &Path, args: &[&str], command: &[&str]) {
     run_ok(
@@ -553,10 +560,7 @@ fn dwarf_recording(dir: &Path) -> PathBuf {
 
 #[test]
 fn frame_pointer_recording_matches_perf_report_and_perf_script() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let aliases = assert_same_stacks(&data, Callers::ReturnAddress);
     assert_same_flat(&data, &aliases);
@@ -579,10 +583,7 @@ fn frame_pointer_recording_matches_perf_report_and_perf_script() {
 
 #[test]
 fn dwarf_recording_without_frame_pointers_matches_perf() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = dwarf_recording(dir.path());
     let aliases = assert_same_stacks(&data, Callers::Dwarf);
     assert_same_flat(&data, &aliases);
@@ -593,10 +594,7 @@ fn dwarf_recording_without_frame_pointers_matches_perf() {
 
 #[test]
 fn pipe_mode_from_standard_input() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let program = callgraph(dir.path());
     let piped = Command::new("perf")
         .args([
@@ -634,10 +632,7 @@ fn pipe_mode_from_standard_input() {
 
 #[test]
 fn multi_event_recording_has_one_sample_type_per_event() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let program = callgraph(dir.path());
     let data = dir.path().join("multi.data");
     record(
@@ -675,10 +670,7 @@ fn multi_event_recording_has_one_sample_type_per_event() {
 
 #[test]
 fn forking_program_separates_processes_by_labels() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let source = dir.path().join("forker.c");
     std::fs::write(
         &source,
@@ -735,8 +727,8 @@ int main(void) {
 
 #[test]
 fn converted_to_pprof_go_pprof_agrees_on_top() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) || !require_tool("pprof") {
+    let Some(dir) = perf_dir() else { return };
+    if !require_tool("pprof") {
         return;
     }
     let data = fp_recording(dir.path());
@@ -785,10 +777,7 @@ fn converted_to_pprof_go_pprof_agrees_on_top() {
 
 #[test]
 fn truncated_and_corrupt_files_fail_with_offsets() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let bytes = std::fs::read(&data).unwrap();
     let cut = dir.path().join("cut.data");
@@ -805,10 +794,7 @@ fn truncated_and_corrupt_files_fail_with_offsets() {
 
 #[test]
 fn perf_script_text_reads_like_the_file() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let script = run_stdout(Command::new("perf").arg("script").arg("-i").arg(&data));
     let text_file = dir.path().join("fp.script");
@@ -843,8 +829,8 @@ fn perf_script_text_reads_like_the_file() {
 
 #[test]
 fn node_perf_basic_prof_names_javascript_functions() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) || !require_tool("node") {
+    let Some(dir) = perf_dir() else { return };
+    if !require_tool("node") {
         return;
     }
     let app = dir.path().join("app.js");
