@@ -212,16 +212,7 @@ fn executable_at_link_time(
     let mut linked = profile.clone();
     let mut link_address: Vec<Option<u64>> = vec![None; profile.locations.len()];
     for (l, location) in profile.locations.iter().enumerate() {
-        let mapping = location
-            .mapping
-            .map(|m| &profile.mappings[m.index()])
-            .or_else(|| {
-                profile
-                    .mappings
-                    .iter()
-                    .find(|m| m.contains(location.address))
-            });
-        if let Some(m) = mapping.filter(|m| m.path == main_path) {
+        if let Some(m) = mapping_of(profile, location).filter(|m| m.path == main_path) {
             link_address[l] = executable.runtime_to_file(m, location.address);
         }
     }
@@ -251,18 +242,11 @@ fn executable_at_link_time(
             .is_some_and(|l| link_address[l.index()].is_some());
         if !keep {
             dropped += count_of(s).max(0);
-            if let Some(m) = s.locations.first().and_then(|&l| {
-                let location = profile.location(l);
-                location
-                    .mapping
-                    .map(|m| &profile.mappings[m.index()])
-                    .or_else(|| {
-                        profile
-                            .mappings
-                            .iter()
-                            .find(|m| m.contains(location.address))
-                    })
-            }) {
+            if let Some(m) = s
+                .locations
+                .first()
+                .and_then(|&l| mapping_of(profile, profile.location(l)))
+            {
                 let name = if m.path.is_empty() {
                     "anonymous memory".to_string()
                 } else {
@@ -293,6 +277,19 @@ fn executable_at_link_time(
         )
     });
     Ok((linked, note))
+}
+
+/// The mapping of `location`: its own, else the one holding its address.
+fn mapping_of<'a>(
+    profile: &'a Profile,
+    location: &cpuprof_profile::Location,
+) -> Option<&'a cpuprof_profile::Mapping> {
+    location.mapping.map(|m| profile.mapping(m)).or_else(|| {
+        profile
+            .mappings
+            .iter()
+            .find(|m| m.contains(location.address))
+    })
 }
 
 /// The sample value `flag` names (the profile's default without one), as

@@ -78,17 +78,6 @@ fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> 
         .map(|a| a.to_string_lossy().into_owned())
         .collect();
     let subcommand = args.get(1).map(String::as_str);
-    let given = |flag: &str| -> Option<String> {
-        let name = flag.split(' ').next().unwrap_or(flag);
-        let name = name.split('=').next().unwrap_or(name);
-        let name = name.split('[').next().unwrap_or(name);
-        let name = name.split('<').next().unwrap_or(name);
-        args[2..]
-            .iter()
-            .take_while(|a| a.as_str() != "--")
-            .find(|a| a.as_str() == name || a.starts_with(&format!("{name}=")))
-            .map(|a| a.split('=').next().unwrap_or(a).to_string())
-    };
     match err.kind() {
         ErrorKind::UnknownArgument if subcommand == Some("record") => {
             let Some(ContextValue::String(bad)) = err.get(ContextKind::InvalidArg) else {
@@ -125,8 +114,9 @@ fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> 
             // conflicts with (and may leave out the one given, or name it
             // by another alias): name the flags the user typed instead.
             use clap::CommandFactory;
+            let subcommand = subcommand?;
             let command = Cli::command();
-            let sub = command.find_subcommand(subcommand?)?;
+            let sub = command.find_subcommand(subcommand)?;
             let first_name = first.split([' ', '=', '[', '<']).next().unwrap_or(first);
             let first_arg = sub
                 .get_arguments()
@@ -150,10 +140,8 @@ fn usage_hint(err: &clap::Error, argv: &[std::ffi::OsString]) -> Option<String> 
                 .iter()
                 .take_while(|a| a.as_str() != "--")
                 .find_map(|a| typed(a))?;
-            let first = given(first_name).unwrap_or_else(|| first_name.to_string());
             Some(format!(
-                "{}: {first} cannot be used with {other}",
-                subcommand.unwrap_or("cpuprof")
+                "{subcommand}: {first_name} cannot be used with {other}"
             ))
         }
         _ => None,

@@ -339,8 +339,6 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// `cpuprof report ARGS` with `DEBUGINFOD_URLS` set to `urls` (removed
-/// when None) and the cache in `cache`: (stdout, stderr, status).
 /// True for a `--text` report: perl's layout (`Total: N samples`) or, for
 /// a profile whose values have a unit, Go's (`Showing nodes accounting
 /// for …`).
@@ -351,6 +349,8 @@ fn is_text_report(out: &str) -> bool {
             .any(|l| l.starts_with("Showing nodes accounting for "))
 }
 
+/// `cpuprof report ARGS` with `DEBUGINFOD_URLS` set to `urls` (removed
+/// when None) and the cache in `cache`: (stdout, stderr, status).
 fn report(args: &[&str], urls: Option<&str>, cache: &Path) -> (String, String, i32) {
     let mut cmd = cpuprof();
     cmd.arg("report")

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::cpuprof;
+use common::{cpuprof, report};
 use cpuprof_testkit::{build_go, compile, peers_required, require_tool, run_stdout, TempDir};
 
 const TCMALLOC: &str = "/usr/lib/x86_64-linux-gnu/libtcmalloc.so.4";
@@ -104,12 +104,8 @@ fn tcmalloc_dumps(dir: &Path) -> (PathBuf, Vec<PathBuf>) {
 
 /// Our rows (name → flat, cum) and total, raw values from `--json`.
 fn ours(args: &[&str], inputs: &[&Path]) -> (i64, BTreeMap<String, (i64, i64)>) {
-    let mut cmd = cpuprof();
-    cmd.args(["report", "--json", "--nodecount=0"]).args(args);
-    for i in inputs {
-        cmd.arg(i);
-    }
-    let json: serde_json::Value = serde_json::from_str(&run_stdout(&mut cmd)).unwrap();
+    let args = [&["--json", "--nodecount=0"][..], args].concat();
+    let json: serde_json::Value = serde_json::from_str(&report(&args, inputs)).unwrap();
     let rows = json["rows"]
         .as_array()
         .unwrap()
@@ -136,10 +132,8 @@ fn go_top(unit: &str, args: &[&str], inputs: &[&Path]) -> (i64, BTreeMap<String,
     let mut cmd = Command::new("pprof");
     cmd.args(["-top", "-nodefraction=0", "-nodecount=1000"])
         .arg(format!("-unit={unit}"))
-        .args(args);
-    for i in inputs {
-        cmd.arg(i);
-    }
+        .args(args)
+        .args(inputs);
     let text = run_stdout(&mut cmd);
     let mut total = 0;
     let mut rows = BTreeMap::new();
@@ -161,6 +155,18 @@ fn go_top(unit: &str, args: &[&str], inputs: &[&Path]) -> (i64, BTreeMap<String,
         rows.insert(name, (flat, cum));
     }
     (total, rows)
+}
+
+/// `--text ARGS INPUTS` as we print it and as google-pprof does.
+fn text_reports(args: &[&str], inputs: &[&Path]) -> (String, String) {
+    let ours = report(&[&["--text"][..], args].concat(), inputs);
+    let perl = run_stdout(
+        Command::new("google-pprof")
+            .arg("--text")
+            .args(args)
+            .args(inputs),
+    );
+    (ours, perl)
 }
 
 /// `--text` rows as printed: name → the flat, flat%, cum and cum% columns.
@@ -242,18 +248,7 @@ fn tcmalloc_heap_dumps_read_as_go_pprof_and_google_pprof_read_them() {
             assert_eq!(rows.get(*name).map_or(0, |r| r.0), value, "{index} {name}");
         }
         // google-pprof's text: the same columns, MB to one decimal.
-        let text = run_stdout(
-            cpuprof()
-                .args(["report", "--text", &flag])
-                .arg(&app)
-                .arg(last),
-        );
-        let perl = run_stdout(
-            Command::new("google-pprof")
-                .args(["--text", &flag])
-                .arg(&app)
-                .arg(last),
-        );
+        let (text, perl) = text_reports(&[&flag], &[&app, last]);
         let (our_total, our_rows) = text_rows(&text);
         let (perl_total, perl_rows) = text_rows(&perl);
         assert_eq!(our_total, perl_total, "{index}\n{text}\n{perl}");
@@ -283,18 +278,7 @@ fn tcmalloc_heap_dumps_read_as_go_pprof_and_google_pprof_read_them() {
         // Go prints the total of a difference without its sign.
         assert_eq!(total.abs(), go_total, "--base {index}");
         assert_same_rows(index, &rows, &go_rows, &["churn", "main"]);
-        let text = run_stdout(
-            cpuprof()
-                .args(["report", "--text", &flag, &base])
-                .arg(&app)
-                .arg(last),
-        );
-        let perl = run_stdout(
-            Command::new("google-pprof")
-                .args(["--text", &flag, &base])
-                .arg(&app)
-                .arg(last),
-        );
+        let (text, perl) = text_reports(&[&flag, &base], &[&app, last]);
         let (our_total, our_rows) = text_rows(&text);
         let (perl_total, perl_rows) = text_rows(&perl);
         assert_eq!(our_total, perl_total, "--base {index}\n{text}\n{perl}");
@@ -369,13 +353,7 @@ fn sampled_heap_v2_profiles_are_unsampled_as_both_peers_do() {
     // 3 × 8 MB at a 64 KiB rate: each object is sampled and scaled by
     // 1/(1-exp(-128)) = 1.
     assert_eq!(rows["keep_big"].0 % (8 << 20), 0);
-    let text = run_stdout(cpuprof().args(["report", "--text"]).arg(&app).arg(&profile));
-    let perl = run_stdout(
-        Command::new("google-pprof")
-            .args(["--text"])
-            .arg(&app)
-            .arg(&profile),
-    );
+    let (text, perl) = text_reports(&[], &[&app, &profile]);
     let (our_total, our_rows) = text_rows(&text);
     let (perl_total, perl_rows) = text_rows(&perl);
     assert_eq!(our_total, perl_total, "{text}\n{perl}");

@@ -6,35 +6,22 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
-use common::{cpuprof, texts};
-use cpuprof_testkit::{repo_root, require_tool, TempDir};
+use common::{cpuprof, report_texts, texts};
+use cpuprof_testkit::{compile, require_tool, run_ok, TempDir};
 
 /// The README's small program (60/30/10% in burn_a/b/c), built in `dir`
 /// as `name` from its source with `extra` C code before `burn_a`.
 fn build(dir: &Path, name: &str, extra: &str) -> PathBuf {
-    let source =
-        std::fs::read_to_string(repo_root().join("crates/cli/tests/readme/prog.c")).unwrap();
+    let source = std::fs::read_to_string(common::readme_prog()).unwrap();
     let at = source
         .find("__attribute__((noinline)) double burn_a")
         .unwrap();
     let text = format!("{}{extra}\n{}", &source[..at], &source[at..]);
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, text).unwrap();
-    let binary = dir.join(name);
-    let out = Command::new("gcc")
-        .args(["-O2", "-g", "-o"])
-        .arg(&binary)
-        .arg(&c)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    binary
+    compile("gcc", &[&c], &dir.join(name), &["-O2", "-g"])
 }
 
 /// Code added before `burn_a` by a rebuild: a small function (same pages)
@@ -45,32 +32,37 @@ const PAGES_PAD: &str = "__asm__(\".text\\n.globl pad3\\n.type pad3,@function\\n
 
 /// Runs `binary` under `cpuprof record` with `args`, writing `profile`.
 fn record(binary: &Path, profile: &Path, args: &[&str]) {
-    let out = cpuprof()
-        .arg("record")
-        .args(args)
-        .arg("-o")
-        .arg(profile)
-        .args(["--nodecount", "0", "--"])
-        .arg(binary)
-        .env("README_PROG_SECONDS", "0.3")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        cpuprof()
+            .arg("record")
+            .args(args)
+            .arg("-o")
+            .arg(profile)
+            .args(["--nodecount", "0", "--"])
+            .arg(binary)
+            .env("README_PROG_SECONDS", "0.3"),
     );
+}
+
+/// The program built in `dir` as `prog` and its gperftools profile
+/// recorded by the agent, `prog.prof`.
+fn recorded(dir: &Path) -> (PathBuf, PathBuf) {
+    let prog = build(dir, "prog", "");
+    let profile = dir.join("prog.prof");
+    record(&prog, &profile, &["--format", "gperftools"]);
+    (prog, profile)
+}
+
+/// `cpuprof report ARGS` with no standard input: (stdout, stderr, status).
+fn run(args: &[&str], inputs: &[&Path]) -> (String, String, i32) {
+    report_texts(args, |cmd| {
+        cmd.args(inputs);
+    })
 }
 
 /// `cpuprof report --text ARGS`: (stdout, stderr).
 fn text(args: &[&Path]) -> (String, String) {
-    let out = cpuprof()
-        .args(["report", "--text"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    let (stdout, stderr, status) = texts(&out);
+    let (stdout, stderr, status) = run(&["--text"], args);
     assert_eq!(status, 0, "{stderr}");
     (stdout, stderr)
 }
@@ -194,9 +186,7 @@ fn gmon_out_of_a_pie_holds_link_time_addresses_gprof_reads() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let prog = build(dir.path(), "prog", "");
-    let profile = dir.path().join("prog.prof");
-    record(&prog, &profile, &["--format", "gperftools"]);
+    let (prog, profile) = recorded(dir.path());
     let gmon = dir.path().join("g.out");
     let out = cpuprof()
         .args(["convert", "--to", "gmon", "-o"])
@@ -274,9 +264,7 @@ fn proto_to_a_terminal_is_refused_like_other_binary_outputs() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let prog = build(dir.path(), "prog", "");
-    let profile = dir.path().join("prog.prof");
-    record(&prog, &profile, &["--format", "gperftools"]);
+    let (prog, profile) = recorded(dir.path());
     let command = format!(
         "{} report --proto {} {}",
         env!("CARGO_BIN_EXE_cpuprof"),
@@ -301,9 +289,7 @@ fn a_profile_cut_in_its_list_of_mapped_objects_says_so() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let prog = build(dir.path(), "prog", "");
-    let profile = dir.path().join("prog.prof");
-    record(&prog, &profile, &["--format", "gperftools"]);
+    let (_, profile) = recorded(dir.path());
     let mut data = std::fs::read(&profile).unwrap();
     data.truncate(data.len() - 20);
     let cut = dir.path().join("cut.prof");
@@ -329,15 +315,11 @@ fn a_profile_window_ended_by_the_program_s_exit_says_so() {
         let _ = std::io::Read::read(&mut stream, &mut buf);
         drop(stream);
     });
-    let out = cpuprof()
-        .args(["report", "--text", "--timeout=10"])
-        .arg(format!("127.0.0.1:{port}/pprof/profile?seconds=1"))
-        .env("PPROF_TMPDIR", std::env::temp_dir())
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let url = format!("127.0.0.1:{port}/pprof/profile?seconds=1");
+    let (_, err, status) = report_texts(&["--text", "--timeout=10", &url], |cmd| {
+        cmd.env("PPROF_TMPDIR", std::env::temp_dir());
+    });
     server.join().unwrap();
-    let (_, err, status) = texts(&out);
     assert_eq!(status, 1);
     assert!(
         err.contains(
@@ -354,19 +336,7 @@ fn a_report_with_nothing_left_says_which_filter_removed_everything() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let prog = build(dir.path(), "prog", "");
-    let profile = dir.path().join("prog.prof");
-    record(&prog, &profile, &["--format", "gperftools"]);
-    let run = |args: &[&str], inputs: &[&Path]| {
-        let out = cpuprof()
-            .arg("report")
-            .args(args)
-            .args(inputs)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        texts(&out)
-    };
+    let (prog, profile) = recorded(dir.path());
     let (out, err, status) = run(&["--text", "--focus=no_such_function"], &[&prog, &profile]);
     assert_eq!(status, 0, "{err}");
     assert!(out.starts_with("Total:"), "{out}");

@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use common::{cpuprof, texts};
 use cpuprof_profile::{LabelValue, Profile, ReadOptions};
-use cpuprof_testkit::{compile, require_tool, run_ok, run_stdout, workload, TempDir};
+use cpuprof_testkit::{
+    compile, require_tool, run_ok, run_stdout, run_with_stdin, workload, TempDir,
+};
 
 /// Whether `perf record` works here; prints why a test is skipped when not.
 fn perf_works(dir: &Path) -> bool {
@@ -50,6 +52,13 @@ fn perf_works(dir: &Path) -> bool {
     panic!("perf record failed: {stderr}");
 }
 
+/// A directory for a test's recordings when `perf record` works here
+/// (else None: the test is skipped, [`perf_works`] says why).
+fn perf_dir() -> Option<TempDir> {
+    let dir = TempDir::new().unwrap();
+    perf_works(dir.path()).then_some(dir)
+}
+
 /// `perf record ARGS -o OUT -- COMMAND`.
 fn record(out: &Path, args: &[&str], command: &[&str]) {
     run_ok(
@@ -65,24 +74,6 @@ fn record(out: &Path, args: &[&str], command: &[&str]) {
             // (V8's isolate-*.log) go with the recording's directory.
             .current_dir(out.parent().unwrap()),
     );
-}
-
-/// `cmd`'s output with `input` on its standard input.
-fn with_input(cmd: &mut Command, input: &[u8]) -> std::process::Output {
-    use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = std::thread::spawn(move || stdin.write_all(&input));
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap().unwrap();
-    out
 }
 
 /// The profile as cpuprof reads and symbolizes it (the library the CLI
@@ -530,13 +521,18 @@ fn assert_same_flat(data: &Path, alias_of: &HashMap<String, String>) {
     assert!(sum > 99.0, "perf's rows add up to {sum}");
 }
 
-fn fp_recording(dir: &Path) -> PathBuf {
-    let program = compile(
+/// tests/workloads/callgraph.c built with frame pointers in `dir`.
+fn callgraph(dir: &Path) -> PathBuf {
+    compile(
         "gcc",
         &[&workload("callgraph.c")],
         &dir.join("callgraph"),
         &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    )
+}
+
+fn fp_recording(dir: &Path) -> PathBuf {
+    let program = callgraph(dir);
     let data = dir.join("fp.data");
     record(
         &data,
@@ -564,10 +560,7 @@ fn dwarf_recording(dir: &Path) -> PathBuf {
 
 #[test]
 fn frame_pointer_recording_matches_perf_report_and_perf_script() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let aliases = assert_same_stacks(&data, Callers::ReturnAddress);
     assert_same_flat(&data, &aliases);
@@ -590,10 +583,7 @@ fn frame_pointer_recording_matches_perf_report_and_perf_script() {
 
 #[test]
 fn dwarf_recording_without_frame_pointers_matches_perf() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = dwarf_recording(dir.path());
     let aliases = assert_same_stacks(&data, Callers::Dwarf);
     assert_same_flat(&data, &aliases);
@@ -604,16 +594,8 @@ fn dwarf_recording_without_frame_pointers_matches_perf() {
 
 #[test]
 fn pipe_mode_from_standard_input() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
-    let program = compile(
-        "gcc",
-        &[&workload("callgraph.c")],
-        &dir.path().join("callgraph"),
-        &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    let Some(dir) = perf_dir() else { return };
+    let program = callgraph(dir.path());
     let piped = Command::new("perf")
         .args([
             "record",
@@ -634,7 +616,7 @@ fn pipe_mode_from_standard_input() {
     assert!(piped.status.success());
     let pipe_file = dir.path().join("pipe.data");
     std::fs::write(&pipe_file, &piped.stdout).unwrap();
-    let out = with_input(
+    let out = run_with_stdin(
         cpuprof().args(["report", "--text", "--nodecount=5", "-"]),
         &piped.stdout,
     );
@@ -650,16 +632,8 @@ fn pipe_mode_from_standard_input() {
 
 #[test]
 fn multi_event_recording_has_one_sample_type_per_event() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
-    let program = compile(
-        "gcc",
-        &[&workload("callgraph.c")],
-        &dir.path().join("callgraph"),
-        &["-O1", "-g", "-fno-omit-frame-pointer"],
-    );
+    let Some(dir) = perf_dir() else { return };
+    let program = callgraph(dir.path());
     let data = dir.path().join("multi.data");
     record(
         &data,
@@ -696,10 +670,7 @@ fn multi_event_recording_has_one_sample_type_per_event() {
 
 #[test]
 fn forking_program_separates_processes_by_labels() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let source = dir.path().join("forker.c");
     std::fs::write(
         &source,
@@ -756,8 +727,8 @@ int main(void) {
 
 #[test]
 fn converted_to_pprof_go_pprof_agrees_on_top() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) || !require_tool("pprof") {
+    let Some(dir) = perf_dir() else { return };
+    if !require_tool("pprof") {
         return;
     }
     let data = fp_recording(dir.path());
@@ -806,10 +777,7 @@ fn converted_to_pprof_go_pprof_agrees_on_top() {
 
 #[test]
 fn truncated_and_corrupt_files_fail_with_offsets() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let bytes = std::fs::read(&data).unwrap();
     let cut = dir.path().join("cut.data");
@@ -826,10 +794,7 @@ fn truncated_and_corrupt_files_fail_with_offsets() {
 
 #[test]
 fn perf_script_text_reads_like_the_file() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) {
-        return;
-    }
+    let Some(dir) = perf_dir() else { return };
     let data = fp_recording(dir.path());
     let script = run_stdout(Command::new("perf").arg("script").arg("-i").arg(&data));
     let text_file = dir.path().join("fp.script");
@@ -856,7 +821,7 @@ fn perf_script_text_reads_like_the_file() {
     };
     assert_eq!(leaves(&profile), leaves(&file));
     // Through the command line, from standard input too.
-    let out = with_input(cpuprof().args(["report", "--text", "-"]), script.as_bytes());
+    let out = run_with_stdin(cpuprof().args(["report", "--text", "-"]), script.as_bytes());
     let (stdout, stderr, status) = texts(&out);
     assert_eq!(status, 0, "{stderr}");
     assert!(stdout.contains("leaf"), "{stdout}");
@@ -864,8 +829,8 @@ fn perf_script_text_reads_like_the_file() {
 
 #[test]
 fn node_perf_basic_prof_names_javascript_functions() {
-    let dir = TempDir::new().unwrap();
-    if !perf_works(dir.path()) || !require_tool("node") {
+    let Some(dir) = perf_dir() else { return };
+    if !require_tool("node") {
         return;
     }
     let app = dir.path().join("app.js");

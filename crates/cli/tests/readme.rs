@@ -383,7 +383,7 @@ impl Fixture {
         let release = cpuprof.parent().unwrap();
         std::os::unix::fs::symlink(&cpuprof, bin.join("cpuprof")).unwrap();
         let apart = dir.path().join("apart");
-        let source = repo_root().join("crates/cli/tests/readme/prog.c");
+        let source = common::readme_prog();
         for place in [&work, &apart] {
             std::fs::create_dir_all(place.join("target")).unwrap();
             std::os::unix::fs::symlink(release, place.join("target/release")).unwrap();
@@ -721,8 +721,7 @@ fn a_c_program_links_with_lcpuprof_as_the_readme_says() {
         assert!(prefix.join(file).is_file(), "{file}");
     }
     // A program of gperftools' C API.
-    let source =
-        std::fs::read_to_string(repo_root().join("crates/cli/tests/readme/prog.c")).unwrap();
+    let source = std::fs::read_to_string(common::readme_prog()).unwrap();
     let api = source
         .replace(
             "#include <stdio.h>",
@@ -737,11 +736,7 @@ fn a_c_program_links_with_lcpuprof_as_the_readme_says() {
             "    ProfilerStop();\n    printf(\"done",
         );
     std::fs::write(dir.join("api.c"), api).unwrap();
-    std::fs::copy(
-        repo_root().join("crates/cli/tests/readme/prog.c"),
-        dir.join("prog.c"),
-    )
-    .unwrap();
+    std::fs::copy(common::readme_prog(), dir.join("prog.c")).unwrap();
     let ours = |deps: &str, header: &Path| {
         let line = deps
             .split_whitespace()

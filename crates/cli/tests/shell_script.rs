@@ -47,6 +47,13 @@ fn shell(script: &str, extra: &[&str]) -> (String, String, i32) {
     common::texts(&run_with_stdin(&mut cmd, script))
 }
 
+/// The file the shell names when `out` is only its `Generating report in
+/// PATH` line (an output without `> file`).
+fn generated(out: &str) -> Option<&str> {
+    out.strip_prefix("Generating report in ")
+        .and_then(|p| p.strip_suffix('\n'))
+}
+
 /// `cpuprof report ARGS SPIN PROFILE`'s stdout; must succeed.
 fn one_shot(args: &[&str]) -> String {
     let (spin, prof) = spin().expect("spin profile");
@@ -185,10 +192,7 @@ fn every_command_prints_what_its_one_shot_twin_prints() {
     ] {
         let (out, err, status) = shell(&format!("{script}\n"), &[]);
         assert_eq!(status, 0, "{script}: {err}");
-        let path = out
-            .strip_prefix("Generating report in ")
-            .and_then(|p| p.strip_suffix('\n'))
-            .unwrap_or_else(|| panic!("{script}: {out}"));
+        let path = generated(&out).unwrap_or_else(|| panic!("{script}: {out}"));
         let written = std::fs::read(path).unwrap();
         std::fs::remove_file(path).unwrap();
         if script != "proto" {
@@ -386,10 +390,7 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
             shell(&format!("{}={value}\n{command}\n", setting.name), &[]);
         assert_eq!(status, 0, "{}: {err}", setting.name);
         // An SVG goes to a file whose path is printed.
-        let shell_out = match shell_out
-            .strip_prefix("Generating report in ")
-            .and_then(|p| p.strip_suffix('\n'))
-        {
+        let shell_out = match generated(&shell_out) {
             Some(path) => {
                 let text = std::fs::read_to_string(path).unwrap();
                 std::fs::remove_file(path).unwrap();

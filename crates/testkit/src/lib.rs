@@ -223,8 +223,9 @@ pub fn run_ok(cmd: &mut Command) -> std::process::Output {
 }
 
 /// Runs `cmd` with `input` on its standard input and returns its output,
-/// whatever its exit status.
-pub fn run_with_stdin(cmd: &mut Command, input: &str) -> std::process::Output {
+/// whatever its exit status. The input is written by a thread of its own,
+/// so a command that prints before it has read all of it cannot block.
+pub fn run_with_stdin(cmd: &mut Command, input: impl AsRef<[u8]>) -> std::process::Output {
     use std::io::Write as _;
     let mut child = cmd
         .stdin(Stdio::piped())
@@ -232,13 +233,15 @@ pub fn run_with_stdin(cmd: &mut Command, input: &str) -> std::process::Output {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    child
-        .stdin
-        .take()
-        .expect("a piped standard input")
-        .write_all(input.as_bytes())
+    let mut stdin = child.stdin.take().expect("a piped standard input");
+    let input = input.as_ref().to_vec();
+    let feeder = std::thread::spawn(move || stdin.write_all(&input));
+    let out = child.wait_with_output().expect("the command ends");
+    feeder
+        .join()
+        .unwrap()
         .expect("the command reads its standard input");
-    child.wait_with_output().expect("the command ends")
+    out
 }
 
 /// One row of a pprof-style text report.

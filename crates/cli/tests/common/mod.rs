@@ -3,7 +3,7 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use cpuprof_testkit::run_stdout;
@@ -14,6 +14,12 @@ pub fn cpuprof() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_cpuprof"));
     cmd.env_remove("DEBUGINFOD_URLS");
     cmd
+}
+
+/// The README's small program, `tests/readme/prog.c` (60/30/10% in
+/// burn_a/b/c).
+pub fn readme_prog() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/readme/prog.c")
 }
 
 /// `cpuprof report ARGS INPUTS`'s standard output; the run must succeed.
