@@ -237,7 +237,6 @@ extern "C" fn window_main(_: *mut c_void) -> *mut c_void {
             }
         };
         let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run_window(server, job)));
-        PROFILING.store(false, Ordering::Release);
     }
 }
 
@@ -560,8 +559,20 @@ fn start_profile(stream: TcpStream, request: &Request, format: Format) {
     JOB_READY.notify_one();
 }
 
+/// Clears [`PROFILING`] when dropped: once the window's samples are taken,
+/// before the answer is encoded and sent, so a client that asks again as
+/// soon as it has read one answer is served, not refused with `409`.
+struct WindowTaken;
+
+impl Drop for WindowTaken {
+    fn drop(&mut self) {
+        PROFILING.store(false, Ordering::Release);
+    }
+}
+
 /// Collects one window and answers with it.
 fn run_window(server: &Server, job: ProfileJob) {
+    let taken = WindowTaken;
     let ProfileJob {
         mut stream,
         seconds,
@@ -575,17 +586,20 @@ fn run_window(server: &Server, job: ProfileJob) {
     match profiler::window_begin(settings) {
         Ok(_) => {}
         Err(WindowError::Busy) => {
+            drop(taken);
             return refuse(
                 stream,
                 Response::text(409, "a profile is already being collected"),
-            )
+            );
         }
         Err(WindowError::Start(e)) => {
-            return refuse(stream, Response::text(503, format!("cannot sample: {e}")))
+            drop(taken);
+            return refuse(stream, Response::text(503, format!("cannot sample: {e}")));
         }
     }
     let client_left = wait_or_hangup(&stream, Instant::now() + Duration::from_secs(seconds));
     let window = profiler::window_end();
+    drop(taken);
     if client_left {
         return;
     }
