@@ -122,18 +122,87 @@ pub(crate) fn temporary_name(path: &str) -> String {
     format!("{path}.{}.tmp", std::process::id())
 }
 
-/// Writes `bytes` to `path.<pid>.tmp` in the same directory, then renames
-/// it to `path`: `path` never exists with less than a complete profile.
+/// Writes `bytes` to `path` so that `path` never exists with less than a
+/// complete profile, and a process killed while writing (a fork server's
+/// children get `SIGKILL` at shutdown) leaves nothing behind: the bytes go
+/// to an unnamed file (`O_TMPFILE`) in the same directory, which is linked
+/// as `path.<pid>.tmp` only once complete and at once renamed to `path`.
+/// Where the file system has no unnamed files (or `/proc` is not mounted),
+/// the temporary file is named from the start.
 pub(crate) fn write_atomically(path: &str, bytes: &[u8]) -> io::Result<()> {
     let temporary = temporary_name(path);
+    if let Some(file) = open_unnamed(path) {
+        let mut file = file;
+        file.write_all(bytes)?;
+        if link_unnamed(&file, &temporary).is_ok() {
+            return rename_or_remove(&temporary, path);
+        }
+    }
     let result = (|| {
         let mut file = std::fs::File::create(&temporary)?;
         file.write_all(bytes)?;
-        file.flush()?;
-        std::fs::rename(&temporary, path)
+        file.flush()
     })();
+    match result {
+        Ok(()) => rename_or_remove(&temporary, path),
+        Err(e) => {
+            let _ = std::fs::remove_file(&temporary);
+            Err(e)
+        }
+    }
+}
+
+/// An unnamed file in `path`'s directory, or None where that is refused.
+fn open_unnamed(path: &str) -> Option<std::fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = match std::path::Path::new(path).parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => std::path::Path::new("."),
+    };
+    std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_TMPFILE | libc::O_CLOEXEC)
+        .mode(0o666)
+        .open(dir)
+        .ok()
+}
+
+/// Gives the unnamed `file` the name `temporary` (replacing a stale file of
+/// that name), through `/proc/self/fd`, which needs no privilege.
+fn link_unnamed(file: &std::fs::File, temporary: &str) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let from = std::ffi::CString::new(format!("/proc/self/fd/{}", file.as_raw_fd()))?;
+    let to = std::ffi::CString::new(temporary)?;
+    let link = || {
+        // SAFETY: two NUL-terminated paths.
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    };
+    match link() {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            let _ = std::fs::remove_file(temporary);
+            link()
+        }
+        other => other,
+    }
+}
+
+fn rename_or_remove(temporary: &str, path: &str) -> io::Result<()> {
+    let result = std::fs::rename(temporary, path);
     if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+        let _ = std::fs::remove_file(temporary);
     }
     result
 }
