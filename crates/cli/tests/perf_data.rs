@@ -311,8 +311,8 @@ fn perf_script(path: &Path) -> HashMap<(i64, i64), Vec<Frame>> {
 }
 
 /// How perf prints a caller's address: the return address (frame-pointer
-/// callchains), or the return address minus one (DWARF unwinding, except
-/// for the first user frame, the interrupted user instruction).
+/// callchains), or the return address minus one (DWARF unwinding). The
+/// first user frame is the interrupted user instruction in both.
 #[derive(Clone, Copy, PartialEq)]
 enum Callers {
     ReturnAddress,
@@ -333,11 +333,12 @@ fn our_stacks(profile: &Profile, callers: Callers) -> HashMap<(i64, i64), Vec<Fr
             let location = profile.location(l);
             let mapping = location.mapping.map(|m| profile.mapping(m));
             let kernel = mapping.is_some_and(|m| m.path == "[kernel.kallsyms]");
+            // Ours: every frame but the first of each part stored minus one.
             let adjust = match callers {
                 _ if i == 0 => 0,
+                _ if kernel => 1,
+                _ if !seen_user => 0,
                 Callers::ReturnAddress => 1,
-                Callers::Dwarf if kernel => 1,
-                Callers::Dwarf if !seen_user => 1,
                 Callers::Dwarf => 0,
             };
             if !kernel {
@@ -378,10 +379,42 @@ fn assert_same_stacks(data: &Path, callers: Callers) -> HashMap<String, String> 
     let mut name_mismatches = Vec::new();
     let mut symbol_tables = HashMap::new();
     let mut alias_of = HashMap::new();
+    let mut cut_at_resolver = 0;
     for (key, frames) in &theirs {
         let ours = mine
             .get(key)
             .unwrap_or_else(|| panic!("no sample of tid {} at {} ns", key.0, key.1));
+        // glibc's clone3 ends its unwind entry before the `syscall` (the
+        // child's frame would be wrong), so perf's DWARF unwinding stops at
+        // a sample taken inside that syscall; framehop goes on from the
+        // return address on the stack's top, right in the parent (for the
+        // child, whose new stack holds none, it stops as perf does). Only
+        // that case may be longer than perf's, and only past clone3.
+        let ours = match (frames.last(), ours.get(..frames.len())) {
+            (Some(last), Some(prefix))
+                if callers == Callers::Dwarf
+                    && last.name == "clone3"
+                    && ours.len() > frames.len() =>
+            {
+                prefix
+            }
+            _ => ours.as_slice(),
+        };
+        // Known gap: ld.so's `_dl_runtime_resolve_*` (a lazily bound
+        // function's first call) realigns the stack and defines its CFA on
+        // rbx, a rule framehop does not take, so our stack ends there where
+        // perf's goes on. Compared up to there; counted and bounded below.
+        let frames = match (ours.last(), frames.get(..ours.len())) {
+            (Some(last), Some(prefix))
+                if callers == Callers::Dwarf
+                    && last.name.starts_with("_dl_runtime_resolve")
+                    && frames.len() > ours.len() =>
+            {
+                cut_at_resolver += 1;
+                prefix
+            }
+            _ => frames.as_slice(),
+        };
         let a: Vec<u64> = frames.iter().map(|f| f.address).collect();
         let b: Vec<u64> = ours.iter().map(|f| f.address).collect();
         assert_eq!(
@@ -416,16 +449,13 @@ fn assert_same_stacks(data: &Path, callers: Callers) -> HashMap<String, String> 
     }
     name_mismatches.sort();
     name_mismatches.dedup();
-    // Known bug, to be fixed: a frame at the first byte of a function
-    // (seen at a PLT stub's and at libc's `printf`'s, in about one dwarf
-    // recording in three) is named by us after the byte before it, as if
-    // it were a return address. Addresses are compared exactly above; at
-    // most two such names per recording are let through, and printed.
-    if !name_mismatches.is_empty() {
-        eprintln!("names differ (known first-byte bug): {name_mismatches:#?}");
-    }
     assert!(
-        name_mismatches.len() <= 2,
+        cut_at_resolver * 20 <= theirs.len(),
+        "{cut_at_resolver} of {} stacks end at _dl_runtime_resolve",
+        theirs.len()
+    );
+    assert!(
+        name_mismatches.is_empty(),
         "names differ: {name_mismatches:#?}"
     );
     alias_of

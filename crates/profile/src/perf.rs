@@ -910,8 +910,12 @@ impl<'u> State<'u> {
     }
 
     /// The locations of a stack: kernel frames then user frames, leaf
-    /// first; every frame after the first is a return address, stored
-    /// minus one.
+    /// first. The first frame of each part is where that mode was
+    /// interrupted (the user part's first is the user instruction pointer
+    /// saved on entering the kernel: a faulting instruction, often a
+    /// function's first byte, or the one after a `syscall`); every other
+    /// frame is a return address, stored minus one so that it names the
+    /// call.
     fn stack(&mut self, pid: i32, kernel: &[u64], user: &[u64]) -> Vec<LocationId> {
         let mut locations = Vec::with_capacity(kernel.len() + user.len());
         for (i, &a) in kernel.iter().enumerate() {
@@ -919,11 +923,7 @@ impl<'u> State<'u> {
             locations.push(self.location(pid, a, true));
         }
         for (i, &a) in user.iter().enumerate() {
-            let a = if i == 0 && kernel.is_empty() {
-                a
-            } else {
-                a.wrapping_sub(1)
-            };
+            let a = if i == 0 { a } else { a.wrapping_sub(1) };
             locations.push(self.location(pid, a, false));
         }
         locations
