@@ -307,6 +307,102 @@ fn tcmalloc_heap_dumps_read_as_go_pprof_and_google_pprof_read_them() {
     }
 }
 
+/// The lines of `text` that mention `name` (for DOT: its node's label,
+/// with the node's number cut off), whitespace at the ends trimmed.
+fn lines_naming<'a>(text: &'a str, name: &str) -> Vec<&'a str> {
+    text.lines()
+        .filter(|l| l.contains(name))
+        .map(|l| {
+            l.split_once(" [label=")
+                .map_or(l, |(_, label)| label)
+                .trim()
+        })
+        .collect()
+}
+
+/// The outputs in perl pprof's layout print a heap profile's bytes as
+/// perl pprof does (MB, one decimal: the DOT legend and labels, the
+/// listing's totals and lines), the flame graph as the text reports do,
+/// and the tree as Go pprof's `-tree`, row for row.
+#[test]
+fn heap_graph_listing_tree_and_flame_print_megabytes_as_the_peers_do() {
+    if !peers() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let (app, dumps) = tcmalloc_dumps(dir.path());
+    let last = dumps.last().unwrap();
+    let inputs: &[&Path] = &[&app, last];
+    let perl = |args: &[&str]| {
+        run_stdout(
+            Command::new("google-pprof")
+                .args(args)
+                .args(inputs)
+                .env("PPROF_TMPDIR", dir.path()),
+        )
+    };
+    // DOT: the legend and the hot nodes' labels.
+    let (ours, theirs) = (report(&["--dot"], inputs), perl(&["--dot"]));
+    let legend = |text: &str| {
+        text.lines()
+            .find(|l| l.starts_with("Legend "))
+            .map(str::to_string)
+    };
+    assert_eq!(legend(&ours), legend(&theirs), "{ours}\n{theirs}");
+    assert!(legend(&ours).unwrap().contains("Total MB: 28.0"), "{ours}");
+    for name in ["keep_big", "keep_small"] {
+        let label = |text: &str| {
+            lines_naming(text, &format!("label=\"{name}\\n"))
+                .first()
+                .map(|l| l.to_string())
+        };
+        assert_eq!(label(&ours), label(&theirs), "{name}\n{ours}\n{theirs}");
+    }
+    // The listing: totals line and the allocating line.
+    let (ours, theirs) = (
+        report(&["--list=keep_big"], inputs),
+        perl(&["--list=keep_big"]),
+    );
+    let totals = |text: &str| text.lines().nth(1).map(str::trim).map(str::to_string);
+    assert_eq!(totals(&ours), totals(&theirs), "{ours}\n{theirs}");
+    assert_eq!(
+        totals(&ours).as_deref(),
+        Some("24.0   24.0 Total MB (flat / cumulative)")
+    );
+    let hot = |text: &str| {
+        text.lines()
+            .find(|l| l.contains("keep[i] = malloc"))
+            .map(|l| l.split_whitespace().take(2).collect::<Vec<_>>().join(" "))
+    };
+    assert_eq!(hot(&ours), hot(&theirs), "{ours}\n{theirs}");
+    // The tree: every line from the header on, as Go pprof's -tree.
+    let ours = report(&["--tree"], inputs);
+    let go = run_stdout(
+        Command::new("pprof")
+            .args(["-tree"])
+            .args(inputs)
+            .env("PPROF_TMPDIR", dir.path()),
+    );
+    let body = |text: &str| -> Vec<String> {
+        text.lines()
+            .skip_while(|l| !l.starts_with("Showing nodes"))
+            .map(|l| l.trim_end().to_string())
+            .collect()
+    };
+    assert!(body(&ours).len() > 10, "{ours}");
+    assert_eq!(
+        body(&ours),
+        body(&go),
+        "--tree (left) and Go pprof -tree (right)"
+    );
+    // The flame graph's totals line and values, as perl's text prints them.
+    let page = dir.path().join("heap.html");
+    report(&["--flame", "-o", page.to_str().unwrap()], inputs);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Total: 28.0 MB"), "flame graph's totals line");
+    assert!(html.contains("\"values\":{\"word\":\"MB\",\"perl\":[1048576,1]}"));
+}
+
 #[test]
 fn sampled_heap_v2_profiles_are_unsampled_as_both_peers_do() {
     if !peers() {

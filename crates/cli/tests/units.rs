@@ -173,3 +173,52 @@ fn a_bad_unit_is_one_line() {
         "{err}"
     );
 }
+
+/// The call graph in DOT labels its nodes with the values Go pprof's
+/// `-dot` gives the same nodes (each value in its own unit: `310ms`), and
+/// its legend with the total in the unit of the text report.
+#[test]
+fn the_call_graph_labels_values_as_go_pprof_does() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let input = data("go-cpu.pb.gz");
+    // Go: `tooltip="main.burnA (310ms)"`, the node's cum.
+    let theirs: std::collections::BTreeMap<String, String> = go(&["-dot"], &input)
+        .lines()
+        .filter_map(|l| {
+            let tip = l.split_once(" tooltip=\"")?.1;
+            let (name, cum) = tip.split_once(" (")?;
+            Some((name.to_string(), cum.split_once(')')?.0.to_string()))
+        })
+        .collect();
+    // Ours: `label="main.burnA\n200ms (60.6%)\rof 310ms (93.9%)\r"`.
+    let dot = report(&["--dot", "--nodecount=100"], &[&input]);
+    let mut ours = std::collections::BTreeMap::new();
+    for line in dot
+        .lines()
+        .filter(|l| l.starts_with('N') && l.contains("[label=\""))
+    {
+        let label = line.split_once("[label=\"").unwrap().1;
+        let label = label.split_once("\",").unwrap().0;
+        let parts: Vec<&str> = label.split("\\n").collect();
+        let values = parts.last().unwrap();
+        let cum = match values.split_once("\\rof ") {
+            Some((_, cum)) => cum,
+            None => values,
+        };
+        ours.insert(
+            parts[0].to_string(),
+            cum.split(' ').next().unwrap().to_string(),
+        );
+    }
+    let mut compared = 0;
+    for (name, cum) in &theirs {
+        if let Some(ours) = ours.get(name) {
+            assert_eq!(ours, cum, "{name}\n{dot}");
+            compared += 1;
+        }
+    }
+    assert!(compared >= 4, "{theirs:?}\n{dot}");
+    assert!(dot.contains("Total cpu: 330ms\\l"), "{dot}");
+}

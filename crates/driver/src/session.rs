@@ -12,7 +12,7 @@ use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::graph::{percent_base, Row};
-use cpuprof_report::measure::unit_word;
+use cpuprof_report::measure::{unit_word, ValueFormat};
 use cpuprof_report::output::flame::{self, FlameFormat, FlameOptions, FlameOrientation};
 use cpuprof_report::output::{disasm, listing, text};
 use cpuprof_report::source::SourceFiles;
@@ -619,12 +619,7 @@ impl RenderContext<'_> {
                     lines::extend_from_binaries(&mut listings, stacks, &binaries);
                 }
                 let mut sources = self.source_files();
-                listing::write(
-                    out,
-                    &listings,
-                    &unit_word(&stacks.sample_type),
-                    &mut sources,
-                )?;
+                listing::write(out, &listings, &self.value_format(), &mut sources)?;
             }
             Output::Disasm => {
                 let re = self.cx.regex()?;
@@ -636,7 +631,7 @@ impl RenderContext<'_> {
                 disasm::write(
                     out,
                     &disassemblies,
-                    &unit_word(&stacks.sample_type),
+                    &self.value_format(),
                     stacks.total,
                     &mut sources,
                 )?;
@@ -826,12 +821,17 @@ impl RenderContext<'_> {
             // As pprof says it.
             eprintln!(
                 "Dropping nodes with <= {} {unit}; edges with <= {} abs({unit})",
-                call_graph.node_limit,
-                call_graph.edge_limit,
-                unit = call_graph.unit
+                call_graph.value(call_graph.node_limit),
+                call_graph.value(call_graph.edge_limit),
+                unit = call_graph.values.word()
             );
         }
         graph_output::render(&call_graph, format, self.cx.config.get("layout"))
+    }
+
+    /// How the outputs in perl pprof's layout print this report's values.
+    fn value_format(&self) -> ValueFormat {
+        ValueFormat::of(self.profile, &self.stacks.sample_type, &self.options.unit)
     }
 
     /// `weblist`: the annotated source with its instructions as one page.
@@ -860,7 +860,7 @@ impl RenderContext<'_> {
             &format!("weblist {re}: {}", session.program_name()),
             &listings,
             &disassemblies,
-            &unit_word(&self.stacks.sample_type),
+            &self.value_format(),
             &mut sources,
         )?;
         Ok(())

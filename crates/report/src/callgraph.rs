@@ -21,7 +21,7 @@
 
 use crate::change::NodeChange;
 use crate::graph::{percent_base, Graph};
-use crate::measure::{percent, unit_word};
+use crate::measure::{percent, ValueFormat};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
 
@@ -59,8 +59,9 @@ pub struct CallGraphEdge {
 pub struct CallGraph {
     /// The program, first line of the legend.
     pub program: String,
-    /// What the values count (`samples`).
-    pub unit: String,
+    /// How values are printed, and the word after totals (`samples`,
+    /// `MB`, `cpu`).
+    pub values: ValueFormat,
     /// Total of all samples, before focus and ignore ("Total samples").
     pub grand_total: i64,
     /// Total of the flat values shown, percentages are relative to it
@@ -185,7 +186,7 @@ impl CallGraph {
             node_intervals: Vec::new(),
             node_changes: Vec::new(),
             program: program.to_string(),
-            unit: unit_word(&stacks.sample_type),
+            values: ValueFormat::of(stacks.profile(), &stacks.sample_type, &options.unit),
             grand_total: stacks.grand_total,
             local_total,
             node_limit,
@@ -198,15 +199,19 @@ impl CallGraph {
 
     /// The legend lines ("Meta Information").
     pub fn legend(&self) -> Vec<String> {
+        let word = self.values.word();
         let mut lines = vec![
             self.program.clone(),
-            format!("Total {}: {}", self.unit, self.grand_total),
-            format!("Focusing on: {}", self.local_total),
+            format!("Total {word}: {}", self.value(self.grand_total)),
+            format!("Focusing on: {}", self.value(self.local_total)),
             format!(
-                "Dropped nodes with <= {} abs({})",
-                self.node_limit, self.unit
+                "Dropped nodes with <= {} abs({word})",
+                self.value(self.node_limit)
             ),
-            format!("Dropped edges with <= {} {}", self.edge_limit, self.unit),
+            format!(
+                "Dropped edges with <= {} {word}",
+                self.value(self.edge_limit)
+            ),
         ];
         lines.extend(self.notes.iter().cloned());
         lines
@@ -214,7 +219,17 @@ impl CallGraph {
 
     /// The graph's title: `program; N samples`.
     pub fn title(&self) -> String {
-        format!("{}; {} {}", self.program, self.grand_total, self.unit)
+        format!(
+            "{}; {} {}",
+            self.program,
+            self.value(self.grand_total),
+            self.values.word()
+        )
+    }
+
+    /// A node's or an edge's value as the graph prints it.
+    pub fn value(&self, value: i64) -> String {
+        self.values.value(value)
     }
 
     /// pprof's font size of a node: `8 + 50·√(|flat| / total)`.
@@ -240,13 +255,13 @@ impl CallGraph {
     pub fn value_lines(&self, node: &CallGraphNode) -> Vec<String> {
         let mut lines = vec![format!(
             "{} ({})",
-            node.flat,
+            self.value(node.flat),
             percent(node.flat, self.local_total)
         )];
         if node.flat != node.cum {
             lines.push(format!(
                 "of {} ({})",
-                node.cum,
+                self.value(node.cum),
                 percent(node.cum, self.local_total)
             ));
         }

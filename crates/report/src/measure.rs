@@ -413,6 +413,123 @@ pub fn count(value: i64) -> String {
     }
 }
 
+/// A unit's printed name and its factor in sample units.
+pub type UnitStep = (&'static str, f64);
+
+/// How the outputs in perl pprof's layout (the call graph in DOT and SVG,
+/// `--list`, `--disasm`, `--weblist`) print a value and name its unit:
+/// a count as it is (`Total samples: 1234`, a gperftools CPU profile); a
+/// heap or contention profile read from its text form as perl pprof
+/// prints it (`Total MB: 28.0`, [`PerlLegacyUnit`]); any other value with
+/// a unit as Go pprof labels it, each value in its own unit under the
+/// `unit` setting's `minimum`/`auto`, else in the unit asked
+/// (`Total cpu: 25.80s`, a node's `13.65s (52.9%)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueFormat {
+    /// Counts, printed as they are; the word after totals (`samples`).
+    Count(String),
+    /// A legacy text profile's values, as perl pprof prints them.
+    Perl(PerlLegacyUnit),
+    /// Time or bytes: the sample type's name (the word after totals) and
+    /// how values are scaled.
+    Scaled {
+        /// The sample type's name (`cpu`, `inuse_space`).
+        kind: String,
+        /// The scaling.
+        measure: Measure,
+    },
+}
+
+impl Default for ValueFormat {
+    /// Sample counts.
+    fn default() -> ValueFormat {
+        ValueFormat::count("samples")
+    }
+}
+
+impl ValueFormat {
+    /// The format of values of type `t` of `profile` under the `unit`
+    /// setting `unit`.
+    pub fn of(profile: &cpuprof_profile::Profile, t: &ValueType, unit: &str) -> ValueFormat {
+        if let Some(perl) = PerlLegacyUnit::of(profile, t) {
+            return ValueFormat::Perl(perl);
+        }
+        if is_scaled_unit(&t.unit) {
+            let kind = if t.kind.is_empty() {
+                t.unit.clone()
+            } else {
+                t.kind.clone()
+            };
+            return ValueFormat::Scaled {
+                kind,
+                measure: Measure {
+                    sample_unit: t.unit.to_lowercase(),
+                    output_unit: unit.to_string(),
+                },
+            };
+        }
+        ValueFormat::Count(unit_word(t))
+    }
+
+    /// Counts named `word`, printed as they are.
+    pub fn count(word: &str) -> ValueFormat {
+        ValueFormat::Count(word.to_string())
+    }
+
+    /// The word after totals: `samples`, `MB`, `cpu`.
+    pub fn word(&self) -> &str {
+        match self {
+            ValueFormat::Count(word) => word,
+            ValueFormat::Perl(perl) => perl.word(),
+            ValueFormat::Scaled { kind, .. } => kind,
+        }
+    }
+
+    /// `value` printed.
+    pub fn value(&self, value: i64) -> String {
+        match self {
+            ValueFormat::Count(_) => value.to_string(),
+            ValueFormat::Perl(perl) => perl.format(value),
+            ValueFormat::Scaled { measure, .. } => measure.label(value),
+        }
+    }
+
+    /// `value` with its unit: `1234 samples`, `24.0 MB`, `1.82s`.
+    pub fn with_unit(&self, value: i64) -> String {
+        match self {
+            ValueFormat::Scaled { .. } => self.value(value),
+            _ => format!("{} {}", self.value(value), self.word()),
+        }
+    }
+
+    /// For a script that prints values as this format does (the flame
+    /// graph's page): the units of a scaled value's family as (name,
+    /// factor in sample units), smallest first, and the unit of values
+    /// that fit none; `None` unless the values are scaled per value.
+    pub fn ladder(&self) -> Option<(Vec<UnitStep>, UnitStep)> {
+        let ValueFormat::Scaled { measure, .. } = self else {
+            return None;
+        };
+        if !UNIT_CHOICES.contains(&measure.output_unit.as_str()) {
+            return None;
+        }
+        UNIT_TYPES.iter().find_map(|t| {
+            let from = t.sniff(&measure.sample_unit)?.factor;
+            let units = t.units.iter().map(|u| (u.name, u.factor / from)).collect();
+            Some((units, (t.default.0, t.default.1 / from)))
+        })
+    }
+
+    /// `value` in a listing's column: `.` for zero, as perl pprof.
+    pub fn cell(&self, value: i64) -> String {
+        if value == 0 {
+            ".".to_string()
+        } else {
+            self.value(value)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,9 +698,20 @@ impl PerlLegacyUnit {
     /// `value` as perl pprof prints it.
     pub fn format(self, value: i64) -> String {
         match self {
-            PerlLegacyUnit::Megabytes => format!("{:.1}", value as f64 / 1048576.0),
-            PerlLegacyUnit::Seconds => format!("{:.3}", value as f64 / 1e9),
             PerlLegacyUnit::Count(_) => value.to_string(),
+            _ => {
+                let (divisor, decimals) = self.divisor_and_decimals();
+                format!("{:.*}", decimals, value as f64 / divisor)
+            }
+        }
+    }
+
+    /// What a value is divided by, and the decimals it is printed with.
+    pub fn divisor_and_decimals(self) -> (f64, usize) {
+        match self {
+            PerlLegacyUnit::Megabytes => (1048576.0, 1),
+            PerlLegacyUnit::Seconds => (1e9, 3),
+            PerlLegacyUnit::Count(_) => (1.0, 0),
         }
     }
 

@@ -304,6 +304,7 @@ fn html_is_self_contained_and_carries_the_tree() {
         ]
     );
     assert_eq!(data["total"], 11);
-    assert_eq!(data["unit"], "samples");
+    assert_eq!(data["values"]["word"], "samples");
+    assert!(data["values"].get("units").is_none());
     assert!(data.get("base").is_none());
 }

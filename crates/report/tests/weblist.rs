@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use cpuprof_report::measure::ValueFormat;
 use cpuprof_report::output::{listing, weblist};
 use cpuprof_report::{instructions, lines, Granularity, Options, Stacks};
 use cpuprof_testkit::{compile, libprofiler, profile_with_libprofiler, require_tool, workload};
@@ -68,14 +69,20 @@ fn build(re: &str) -> Option<Built> {
 
     let mut sources = cpuprof_report::source::SourceFiles::new(None, None);
     let mut text = Vec::new();
-    listing::write(&mut text, &listings, "samples", &mut sources).unwrap();
+    listing::write(
+        &mut text,
+        &listings,
+        &ValueFormat::count("samples"),
+        &mut sources,
+    )
+    .unwrap();
     let mut page = Vec::new();
     weblist::write_html(
         &mut page,
         "weblist add_all|hash_strings",
         &listings,
         &disassemblies,
-        "samples",
+        &ValueFormat::count("samples"),
         &mut sources,
     )
     .unwrap();

@@ -17,19 +17,21 @@
 use std::io::{self, Write};
 
 use crate::instructions::Disassembly;
-use crate::measure::{count, Percent};
+use crate::measure::{Percent, ValueFormat};
 use crate::source::SourceFiles;
 
-/// Writes `disassemblies`; `unit` is the word of the totals line
-/// (`samples`), `total` the report's total (for the percentage), and
+/// Writes `disassemblies`; `values` prints the values and the word of
+/// the totals line (`samples`), `total` the report's total (for the percentage), and
 /// `sources` finds the source text of the interleaved lines.
 pub fn write(
     out: &mut dyn Write,
     disassemblies: &[Disassembly],
-    unit: &str,
+    values: &ValueFormat,
     total: i64,
     sources: &mut SourceFiles,
 ) -> io::Result<()> {
+    let unit = values.word();
+    let count = |v: i64| values.cell(v);
     for d in disassemblies {
         writeln!(out, "ROUTINE ====================== {}", d.name)?;
         writeln!(

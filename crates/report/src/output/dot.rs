@@ -107,12 +107,20 @@ pub fn write(out: &mut dyn Write, graph: &CallGraph, target: DotTarget) -> io::R
         if edge.inlined {
             style.push_str(",dashed");
         }
+        // A number stays bare, as perl pprof writes it; a scaled label
+        // (`1.82s`) is no DOT numeral and is quoted.
+        let label = graph.value(edge.weight);
+        let label = if label.parse::<f64>().is_ok() {
+            label
+        } else {
+            format!("\"{}\"", escape(&label))
+        };
         writeln!(
             out,
             "N{} -> N{} [label={}, weight={}, style=\"{}\"];",
             edge.caller + 1,
             edge.callee + 1,
-            edge.weight,
+            label,
             weight,
             style
         )?;

@@ -39,7 +39,7 @@ use std::str::FromStr;
 
 use rustc_hash::FxHashMap;
 
-use crate::measure::unit_word;
+use crate::measure::ValueFormat;
 use crate::stacks::Stacks;
 
 pub use tree::{FrameNode, FrameTree};
@@ -73,8 +73,8 @@ struct FlameStack {
 pub struct FlameInput {
     /// Shown at the top of the graph and as the page title.
     pub title: String,
-    /// The unit of the values, e.g. `samples`.
-    pub unit: String,
+    /// How values are printed, with their unit (`1234 samples`, `1.82s`).
+    pub values: ValueFormat,
     /// The profile's total, the denominator of every percentage. It may be
     /// larger than the sum of the stacks when samples were filtered out.
     pub total: i64,
@@ -86,11 +86,11 @@ pub struct FlameInput {
 }
 
 impl FlameInput {
-    /// An input with no stacks yet.
+    /// An input with no stacks yet, of values counted in `unit`.
     pub fn new(title: &str, unit: &str, total: i64) -> FlameInput {
         FlameInput {
             title: title.to_string(),
-            unit: unit.to_string(),
+            values: ValueFormat::count(unit),
             total,
             ..FlameInput::default()
         }
@@ -175,7 +175,8 @@ impl FlameInput {
 /// expanded in parallel chunks, added in their order.
 pub fn input_from_stacks(title: &str, stacks: &Stacks, base: Option<&Stacks>) -> FlameInput {
     use rayon::prelude::*;
-    let mut input = FlameInput::new(title, &unit_word(&stacks.sample_type), stacks.grand_total);
+    let mut input = FlameInput::new(title, "", stacks.grand_total);
+    input.values = ValueFormat::of(stacks.profile(), &stacks.sample_type, "auto");
     let mut names: Vec<&str> = stacks
         .frames
         .iter()
@@ -513,10 +514,9 @@ impl<'a> Page<'a> {
     fn tooltip(&self, node: usize) -> String {
         let n = &self.tree.nodes()[node];
         let mut text = format!(
-            "{} ({} {}, {})",
+            "{} ({}, {})",
             self.tree.name_of(node),
-            n.value,
-            self.input.unit,
+            self.input.values.with_unit(n.value),
             percent(n.value, self.input.total)
         );
         if let Some(iv) = &self.options.intervals {
@@ -536,8 +536,8 @@ impl<'a> Page<'a> {
             text.pop();
             text.push_str(&format!(
                 "; base {}, {})",
-                n.base,
-                signed_change(n.value, n.base)
+                self.input.values.value(n.base),
+                signed_change(&self.input.values, n.value, n.base)
             ));
         }
         text
@@ -546,21 +546,20 @@ impl<'a> Page<'a> {
     /// The line under the title.
     fn totals_line(&self) -> String {
         let root = self.tree.root_value();
-        let mut line = format!("Total: {} {}", self.input.total, self.input.unit);
+        let values = &self.input.values;
+        let mut line = format!("Total: {}", values.with_unit(self.input.total));
         if root != self.input.total {
             line.push_str(&format!(
-                ", shown: {} {} ({})",
-                root,
-                self.input.unit,
+                ", shown: {} ({})",
+                values.with_unit(root),
                 percent(root, self.input.total)
             ));
         }
         if self.tree.is_diff() {
             line.push_str(&format!(
-                ", base: {} {} ({}); red grew, blue shrank",
-                self.tree.nodes()[0].base,
-                self.input.unit,
-                signed_change(root, self.tree.nodes()[0].base)
+                ", base: {} ({}); red grew, blue shrank",
+                values.with_unit(self.tree.nodes()[0].base),
+                signed_change(values, root, self.tree.nodes()[0].base)
             ));
             if self.options.significant.is_some() {
                 line.push_str(" (significant changes of share only, Holm; grey: noise)");
@@ -579,12 +578,14 @@ fn percent(part: i64, total: i64) -> String {
 }
 
 /// The change from `base` to `value`, absolute and relative to the base.
-fn signed_change(value: i64, base: i64) -> String {
-    let delta = value as i128 - base as i128;
+fn signed_change(values: &ValueFormat, value: i64, base: i64) -> String {
+    let delta = value.saturating_sub(base);
+    let sign = if delta >= 0 { "+" } else { "" };
+    let delta_text = format!("{sign}{}", values.value(delta));
     if base == 0 {
-        return format!("{delta:+}, new");
+        return format!("{delta_text}, new");
     }
-    format!("{delta:+}, {:+.2}%", delta as f64 * 100.0 / base as f64)
+    format!("{delta_text}, {:+.2}%", delta as f64 * 100.0 / base as f64)
 }
 
 /// Steps of relative change between white and full red (or blue).
@@ -751,8 +752,9 @@ mod tests {
     fn percentages_and_changes() {
         assert_eq!(percent(1, 3), "33.33%");
         assert_eq!(percent(5, 0), "0.00%");
-        assert_eq!(signed_change(15, 10), "+5, +50.00%");
-        assert_eq!(signed_change(5, 10), "-5, -50.00%");
-        assert_eq!(signed_change(5, 0), "+5, new");
+        let samples = ValueFormat::count("samples");
+        assert_eq!(signed_change(&samples, 15, 10), "+5, +50.00%");
+        assert_eq!(signed_change(&samples, 5, 10), "-5, -50.00%");
+        assert_eq!(signed_change(&samples, 5, 0), "+5, new");
     }
 }

@@ -24,18 +24,21 @@
 use std::io::{self, Write};
 
 use crate::lines::{Listing, CONTEXT};
-use crate::measure::count;
+use crate::measure::ValueFormat;
 use crate::source::SourceFiles;
 
 /// Writes `listings` with their source text (found through `sources`);
-/// `unit` is the word after `Total` (`samples`). A source file that cannot
-/// be found gives a note and the numbered lines that have samples.
+/// `values` prints the values and the word after `Total` (`samples`). A
+/// source file that cannot be found gives a note and the numbered lines
+/// that have samples.
 pub fn write(
     out: &mut dyn Write,
     listings: &[Listing],
-    unit: &str,
+    values: &ValueFormat,
     sources: &mut SourceFiles,
 ) -> io::Result<()> {
+    let unit = values.word();
+    let count = |v: i64| values.cell(v);
     for listing in listings {
         writeln!(
             out,

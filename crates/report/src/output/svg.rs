@@ -106,9 +106,9 @@ pub fn picture(graph: &CallGraph) -> GraphPicture {
                 let mut tooltip = format!(
                     "{} | flat {} ({}) | cum {} ({})",
                     node.name,
-                    node.flat,
+                    graph.value(node.flat),
                     percent(node.flat, graph.local_total),
-                    node.cum,
+                    graph.value(node.cum),
                     percent(node.cum, graph.local_total)
                 );
                 if let Some(intervals) = graph.node_intervals.get(i) {
@@ -131,15 +131,15 @@ pub fn picture(graph: &CallGraph) -> GraphPicture {
                 from: edge.caller,
                 to: edge.callee,
                 weight: edge.weight.abs() as f64,
-                label: edge.weight.to_string(),
+                label: graph.value(edge.weight),
                 fraction: share(edge.weight),
                 dashed: edge.inlined,
                 tooltip: format!(
                     "{} -> {} ({} {})",
                     graph.nodes[edge.caller].name,
                     graph.nodes[edge.callee].name,
-                    edge.weight,
-                    graph.unit
+                    graph.value(edge.weight),
+                    graph.values.word()
                 ),
             })
             .collect(),

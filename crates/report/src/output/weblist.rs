@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap;
 
 use crate::instructions::{Disassembly, Instruction};
 use crate::lines::{Listing, CONTEXT};
-use crate::measure::count;
+use crate::measure::ValueFormat;
 use crate::source::SourceFiles;
 
 /// The page's style sheet.
@@ -60,7 +60,8 @@ td.addr { color: #46a; }
 ";
 
 /// Writes one HTML page of `listings`; `title` heads the page (the
-/// command, say); `unit` is the word after the totals (`samples`);
+/// command, say); `values` prints the values and the word after the
+/// totals (`samples`);
 /// `disassemblies` are the instructions of the same functions (empty when
 /// the binaries are not available); `sources` finds the source text. A
 /// source file that cannot be found is named, with the lines that have
@@ -70,7 +71,7 @@ pub fn write_html(
     title: &str,
     listings: &[Listing],
     disassemblies: &[Disassembly],
-    unit: &str,
+    values: &ValueFormat,
     sources: &mut SourceFiles,
 ) -> io::Result<()> {
     // Instructions by (file, line), in address order within each binary.
@@ -96,7 +97,7 @@ pub fn write_html(
         page.push_str("<p class=\"missing\">No function with samples matches.</p>\n");
     }
     for listing in listings {
-        routine(&mut page, listing, &by_line, unit, sources);
+        routine(&mut page, listing, &by_line, values, sources);
     }
     page.push_str("</body>\n</html>\n");
     out.write_all(page.as_bytes())
@@ -107,9 +108,10 @@ fn routine(
     page: &mut String,
     listing: &Listing,
     by_line: &FxHashMap<(&str, i64), Vec<&Instruction>>,
-    unit: &str,
+    values: &ValueFormat,
     sources: &mut SourceFiles,
 ) {
+    let count = |v: i64| values.cell(v);
     let file = if listing.file.is_empty() {
         "??"
     } else {
@@ -123,7 +125,7 @@ fn routine(
         escape(file),
         count(listing.flat),
         count(listing.cum),
-        escape(unit)
+        escape(values.word())
     );
     let (first, last) = listing.range();
     let text = sources.lines(&listing.file);
@@ -283,7 +285,7 @@ mod tests {
             "weblist f",
             &[listing],
             &[],
-            "samples",
+            &ValueFormat::count("samples"),
             &mut sources,
         )
         .unwrap();

@@ -74,11 +74,31 @@
     if (chars.length <= fits) return name;
     return chars.slice(0, fits - 2).join('') + '..';
   }
+  // A value as the report prints it (see ValueFormat in measure.rs):
+  // scaled to the largest unit of its family it reaches (Go pprof's
+  // labels: 1.82s, 24MB), perl's fixed units (24.0 MB), or a count.
+  function amount(v) {
+    var f = data.values;
+    if (f.units) {
+      var a = Math.abs(v), best = null;
+      for (var k = 0; k < f.units.length; k++) {
+        if (a / f.units[k][1] >= 1 && (!best || f.units[k][1] >= best[1])) best = f.units[k];
+      }
+      if (!best) best = f.fallback;
+      var t = (v / best[1]).toFixed(2).replace(/\.00$/, '');
+      return t === '0' || t === '-0' ? '0' : t + best[0];
+    }
+    if (f.perl) return (v / f.perl[0]).toFixed(f.perl[1]);
+    return String(v);
+  }
+  function withUnit(v) {
+    return data.values.units ? amount(v) : amount(v) + ' ' + data.values.word;
+  }
   function change(v, b) {
     var d = v - b;
     var sign = d >= 0 ? '+' : '';
-    if (b === 0) return sign + d + ', new';
-    return sign + d + ', ' + sign + (d * 100 / b).toFixed(2) + '%';
+    if (b === 0) return sign + amount(d) + ', new';
+    return sign + amount(d) + ', ' + sign + (d * 100 / b).toFixed(2) + '%';
   }
   // The Wilson score interval of a frame's share (--confidence).
   function interval(v) {
@@ -90,9 +110,9 @@
       (Math.min(1, c + h) * 100).toFixed(1) + ']%';
   }
   function describe(i) {
-    var s = names[nameOf[i]] + ' (' + value[i] + ' ' + data.unit + ', ' + percent(value[i]);
+    var s = names[nameOf[i]] + ' (' + withUnit(value[i]) + ', ' + percent(value[i]);
     if (data.intervals) s += interval(value[i]);
-    if (base) s += '; base ' + base[i] + ', ' + change(value[i], base[i]);
+    if (base) s += '; base ' + amount(base[i]) + ', ' + change(value[i], base[i]);
     return s + ')';
   }
   function rowOf(i) {
@@ -177,7 +197,7 @@
         i++;
       }
     }
-    matchedText.textContent = 'Matched: ' + percent(sum) + ' (' + sum + ' ' + data.unit + ')';
+    matchedText.textContent = 'Matched: ' + percent(sum) + ' (' + withUnit(sum) + ')';
     render();
   }
 

@@ -7,6 +7,8 @@ use std::fmt::Write;
 
 use rayon::prelude::*;
 
+use crate::measure::ValueFormat;
+
 use super::layout::*;
 use super::svg::xml;
 use super::{FlameOrientation, Page};
@@ -58,6 +60,33 @@ pub(super) fn render(page: &Page) -> String {
     html
 }
 
+/// How the page prints values (`values` in the data): the word after
+/// counts, and for scaled values the units of their family (name, factor
+/// in sample units) and the unit of values that fit none, or perl's fixed
+/// divisor and decimals.
+fn write_values(out: &mut String, values: &ValueFormat) {
+    out.push_str(",\"values\":{\"word\":");
+    json_string(out, values.word());
+    if let Some((units, default)) = values.ladder() {
+        out.push_str(",\"units\":[");
+        for (i, (name, factor)) in units.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            out.push('[');
+            json_string(out, name);
+            let _ = write!(out, ",{factor}]");
+        }
+        out.push_str("],\"fallback\":[");
+        json_string(out, default.0);
+        let _ = write!(out, ",{}]", default.1);
+    } else if let ValueFormat::Perl(perl) = values {
+        let (divisor, decimals) = perl.divisor_and_decimals();
+        let _ = write!(out, ",\"perl\":[{divisor},{decimals}]");
+    }
+    out.push('}');
+}
+
 /// The tree as JSON: names (sorted), palette, and per node in preorder
 /// `name, value, depth, colour`; in a diff also the base per node.
 fn write_data(out: &mut String, page: &Page) {
@@ -65,8 +94,7 @@ fn write_data(out: &mut String, page: &Page) {
     out.push('{');
     out.push_str("\"title\":");
     json_string(out, &page.input.title);
-    out.push_str(",\"unit\":");
-    json_string(out, &page.input.unit);
+    write_values(out, &page.input.values);
     let _ = write!(out, ",\"total\":{}", page.input.total);
     let _ = write!(
         out,
