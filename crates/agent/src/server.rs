@@ -624,6 +624,7 @@ fn run_window(server: &Server, job: ProfileJob) {
                 period_ns: window.period_ns,
                 start_time_ns: window.start_time_ns,
                 duration_ns: window.duration_ns,
+                times: window.times,
                 process: pprof_proto::process_identity(),
             };
             pprof_proto::gzip_stored(&pprof_proto::encode(&samples, &mut symbolizer, &main))

@@ -17,8 +17,9 @@
 //!    allocate on first touch in a dlopen'd object). Modules come from an
 //!    immutable [`ModuleSnapshot`] built outside the handler.
 //! 4. **errno saved and restored**; the only system calls are `gettid`,
-//!    `getpid`, `clock_gettime` (the thread's CPU clock) and a futex wake
-//!    of the control thread.
+//!    `getpid`, `clock_gettime` (the thread's CPU clock, and the monotonic
+//!    clock for the sample's time: both through the vDSO) and a futex
+//!    wake of the control thread.
 //! 5. **No panic**: no indexing (only `get`), no `unwrap`, checked
 //!    arithmetic; framehop runs with `MustNotAllocateDuringUnwind`.
 //! 6. **Memory reads stay within the interrupted thread's stack**
@@ -174,6 +175,19 @@ pub(crate) struct StackTable {
     pub(crate) pcs: Box<[AtomicU64]>,
     pub(crate) pcs_used: AtomicUsize,
     pub(crate) occupied: AtomicUsize,
+    /// When each sample counted in `entries` was taken (sessions that keep
+    /// times, see [`Sampler::record_times`]): appended in order, emptied by
+    /// the drain. A sample that finds it full still counts, without a time
+    /// (the drain finds fewer timed weights than the entry's count).
+    pub(crate) times: Box<[TimeRecord]>,
+    pub(crate) times_used: AtomicUsize,
+}
+
+/// One sample's time: the monotonic clock in ns (0: none), and the entry
+/// it was counted on with its weight (`index << 32 | weight`).
+pub(crate) struct TimeRecord {
+    pub(crate) time: AtomicU64,
+    pub(crate) entry: AtomicU64,
 }
 
 /// Why a sample could not be recorded.
@@ -246,6 +260,25 @@ impl StackTable {
         self.occupied.fetch_add(1, Ordering::Relaxed);
         entry.hash.store(hash, Ordering::Release);
         Ok(())
+    }
+
+    /// Appends the time of a sample counted on entry `index`; false when
+    /// the time records are full.
+    fn note_time(&self, index: usize, weight: u64, time: u64) -> bool {
+        let slot = self.times_used.fetch_add(1, Ordering::Relaxed);
+        let Some(record) = self.times.get(slot) else {
+            return false;
+        };
+        record.time.store(time, Ordering::Relaxed);
+        record
+            .entry
+            .store((index as u64) << 32 | weight.min(MAX_WEIGHT), Ordering::Relaxed);
+        true
+    }
+
+    /// True when the time records are at least half used.
+    pub(crate) fn times_half_used(&self) -> bool {
+        self.times_used.load(Ordering::Relaxed) >= self.times.len() / 2
     }
 
     fn stored_equals(&self, entry: &Entry, stack: &[u64]) -> bool {
@@ -377,6 +410,9 @@ pub(crate) struct Sampler {
     /// True when samples carry their thread ([`sample_tag`]): the table
     /// key then includes the tid (profile.proto sessions).
     pub(crate) label_threads: AtomicBool,
+    /// True when the session keeps every sample's time (profile.proto
+    /// sessions with timestamps on): each table's time records are filled.
+    pub(crate) record_times: AtomicBool,
     /// Wall-clock mode: the sampling period in ns, so the handler can tell
     /// a running thread from a waiting one by its CPU clock (0 otherwise).
     pub(crate) wall_period_ns: AtomicU64,
@@ -414,7 +450,8 @@ impl Sampler {
             return;
         };
         let half_full = table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
-            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2;
+            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
+            || table.times_half_used();
         if half_full && other.occupied.load(Ordering::Acquire) == 0 {
             let _ = self.active_table.compare_exchange(
                 active,
@@ -595,6 +632,16 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     )
 }
 
+/// The time of a sample (the monotonic clock, ns) when the session keeps
+/// times, None otherwise (or if the clock cannot be read).
+/// Async-signal-safe: `clock_gettime` through the vDSO.
+fn sample_time(sampler: &Sampler) -> Option<u64> {
+    if !sampler.record_times.load(Ordering::Relaxed) {
+        return None;
+    }
+    clock_ns(libc::CLOCK_MONOTONIC).filter(|&t| t != 0)
+}
+
 /// The calling thread's CPU time in ns (async-signal-safe).
 pub(crate) fn thread_cpu_ns() -> Option<u64> {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
@@ -733,14 +780,22 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
         stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
         return;
     };
+    // The moment of the interrupt, before the unwinding's few µs.
+    let time = sample_time(sampler);
     let mut stack = [0u64; MAX_DEPTH];
     let depth = capture_stack(sampler, me, ucontext, &mut stack);
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
-        let full = match table.map(|t| t.record(captured, tag, weight)) {
-            Some(Ok((index, hash))) => {
+        let mut times_full = false;
+        let full = match table.map(|t| (t, t.record(captured, tag, weight))) {
+            Some((table, Ok((index, hash)))) => {
                 stats.samples.fetch_add(weight, Ordering::Relaxed);
+                if let Some(time) = time {
+                    // When full, the sample counts without a time (the
+                    // drain tells them apart: count minus timed weights).
+                    times_full = !table.note_time(index, weight, time);
+                }
                 if let Some(slot) = me.slot {
                     slot.last_entry
                         .store(last_entry(active, index), Ordering::Relaxed);
@@ -748,18 +803,24 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
                 }
                 false
             }
-            Some(Err(Dropped::TableFull)) | None => {
+            Some((_, Err(Dropped::TableFull))) | None => {
                 stats.dropped_full.fetch_add(weight, Ordering::Relaxed);
                 true
             }
         };
         if crate::profiler::has_control_thread() {
-            // Woken when a table is full or half full; without a control
-            // thread the handler moves to the other table itself when the
-            // active one is half full and the other empty, and a wake
-            // (a system call) would wake no one.
+            // Woken when a table (or its time records) is full or half
+            // full; without a control thread the handler moves to the
+            // other table itself when the active one is half full and the
+            // other empty, and a wake (a system call) would wake no one.
             let occupied = table.map_or(0, |t| t.occupied.load(Ordering::Relaxed));
-            if full || occupied == sampler.tables[0].entries.len() / 2 {
+            let times_used = table.map_or(0, |t| t.times_used.load(Ordering::Relaxed));
+            let half = |n: usize| n / 2;
+            if full
+                || times_full
+                || occupied == half(sampler.tables[0].entries.len())
+                || (time.is_some() && times_used == half(sampler.tables[0].times.len()) + 1)
+            {
                 sampler.wake_control();
             }
         } else {
@@ -795,6 +856,12 @@ pub(crate) fn repeat_waiting_sample(sampler: &Sampler, slot: &ThreadSlot, weight
             if entry.hash.load(Ordering::Acquire) == hash && waiting {
                 entry.count.fetch_add(weight, Ordering::Relaxed);
                 sampler.stats.samples.fetch_add(weight, Ordering::Relaxed);
+                if let (Some(time), Some(table)) =
+                    (sample_time(sampler), sampler.tables.get(active))
+                {
+                    // When full, counted without a time (see take_sample).
+                    let _ = table.note_time((last & 0xffff_ffff) as usize, weight, time);
+                }
                 repeated = true;
             }
         }

@@ -241,6 +241,7 @@ mod tests {
             SampleKey {
                 stack: vec![0x1000, 0x2000],
                 labels: 7,
+                time: 0,
             },
             1,
         );
@@ -248,6 +249,7 @@ mod tests {
             SampleKey {
                 stack: vec![0x1000, 0x2000],
                 labels: 9,
+                time: 1_700_000_000_000_000_000,
             },
             2,
         );
