@@ -23,7 +23,8 @@ use crate::signal_path::{
 /// time resolution ([`round_time`]), 0 when the sample has none.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct SampleKey {
-    pub(crate) stack: Vec<u64>,
+    /// Shared by the samples of one stack taken at different times.
+    pub(crate) stack: std::sync::Arc<[u64]>,
     pub(crate) labels: u64,
     pub(crate) time: u64,
 }
@@ -50,7 +51,7 @@ const TABLE_TIMES: usize = 1 << 16;
 /// The most distinct samples (stack, labels, time) a session or window
 /// keeps in memory before its times are coarsened ([`coarsen_times`]):
 /// this bounds the agent's memory and the profile's size in long runs.
-pub(crate) const TIMED_SAMPLES_MAX: usize = 1 << 19;
+pub(crate) const TIMED_SAMPLES_MAX: usize = 1 << 18;
 
 /// `time` (ns since the epoch, 0: none) rounded down to a multiple of
 /// `resolution` (1: unchanged).
@@ -227,7 +228,10 @@ impl Sampler {
         let table = &self.tables[old];
         // The time records by entry (a stable sort keeps each entry's in
         // the order taken).
-        let used = table.times_used.load(Ordering::Relaxed).min(table.times.len());
+        let used = table
+            .times_used
+            .load(Ordering::Relaxed)
+            .min(table.times.len());
         let mut times: Vec<(usize, u64, u64)> = table.times[..used]
             .iter()
             .map(|r| {
@@ -262,7 +266,12 @@ impl Sampler {
             if count > 0 && len > 0 {
                 if let Some(slots) = table.pcs.get(offset..offset + len) {
                     let stack: Vec<u64> = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
-                    sink(stack, entry.tag.load(Ordering::Relaxed), count, &entry_times);
+                    sink(
+                        stack,
+                        entry.tag.load(Ordering::Relaxed),
+                        count,
+                        &entry_times,
+                    );
                     moved += 1;
                 }
             }
@@ -364,7 +373,7 @@ mod tests {
 
     fn key(stack: u64, time: u64) -> SampleKey {
         SampleKey {
-            stack: vec![stack],
+            stack: vec![stack].into(),
             labels: 0,
             time,
         }

@@ -264,7 +264,10 @@ mod tests {
         }
         let (s, w) = settings(&[("CPUPROFILE_TIME_RESOLUTION", "soon")]);
         assert_eq!(s.time_resolution_ns, 1);
-        assert!(w[0].contains("CPUPROFILE_TIME_RESOLUTION=\"soon\""), "{w:?}");
+        assert!(
+            w[0].contains("CPUPROFILE_TIME_RESOLUTION=\"soon\""),
+            "{w:?}"
+        );
         let (s, w) = settings(&[("CPUPROFILE_TIME_RESOLUTION", "10ms")]);
         assert_eq!((s.time_resolution_ns, w.len()), (10_000_000, 0));
     }

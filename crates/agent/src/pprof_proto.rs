@@ -179,10 +179,10 @@ pub(crate) fn encode(
     let mut locations = Vec::new();
     let mut function_ids: HashMap<String, u64> = HashMap::new();
     let mut functions = Vec::new();
-    let mut records: Vec<(&Vec<u64>, u64, u64, u64)> = window
+    let mut records: Vec<(&[u64], u64, u64, u64)> = window
         .stacks
         .iter()
-        .map(|(k, &c)| (&k.stack, k.labels, c, k.time))
+        .map(|(k, &c)| (&*k.stack, k.labels, c, k.time))
         .collect();
     records.sort_unstable_by(|a, b| {
         b.2.cmp(&a.2)
@@ -369,7 +369,10 @@ pub(crate) fn duration_text(ns: u64) -> String {
     UNITS
         .iter()
         .find(|(unit, _)| ns >= *unit && ns % unit == 0)
-        .map_or_else(|| "0s".to_string(), |(unit, name)| format!("{}{name}", ns / unit))
+        .map_or_else(
+            || "0s".to_string(),
+            |(unit, name)| format!("{}{name}", ns / unit),
+        )
 }
 
 /// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320) as gzip uses.
@@ -455,7 +458,7 @@ mod tests {
         let mut stacks = Stacks::default();
         stacks.insert(
             crate::collector::SampleKey {
-                stack: vec![here + 4, here + 9],
+                stack: vec![here + 4, here + 9].into(),
                 labels: 0,
                 time: 0,
             },
@@ -507,7 +510,7 @@ mod tests {
         ] {
             stacks.insert(
                 crate::collector::SampleKey {
-                    stack: vec![here + 4],
+                    stack: vec![here + 4].into(),
                     labels,
                     time: 0,
                 },
@@ -588,7 +591,7 @@ mod tests {
         ] {
             stacks.insert(
                 crate::collector::SampleKey {
-                    stack: vec![here + 4],
+                    stack: vec![here + 4].into(),
                     labels: 0,
                     time,
                 },
@@ -615,12 +618,16 @@ mod tests {
             .samples
             .iter()
             .map(|s| {
-                let time = s.labels.iter().find(|l| l.key == "timestamp_ns").map(|l| {
-                    match &l.value {
-                        cpuprof_profile::LabelValue::Num { value, unit } => (*value, unit.clone()),
-                        other => panic!("{other:?}"),
-                    }
-                });
+                let time =
+                    s.labels
+                        .iter()
+                        .find(|l| l.key == "timestamp_ns")
+                        .map(|l| match &l.value {
+                            cpuprof_profile::LabelValue::Num { value, unit } => {
+                                (*value, unit.clone())
+                            }
+                            other => panic!("{other:?}"),
+                        });
                 (time, s.values[0])
             })
             .collect();
@@ -637,7 +644,10 @@ mod tests {
         );
         let comments = profile.comments.join("\n");
         assert!(comments.contains("rounded down to 10ms"), "{comments}");
-        assert!(comments.contains("coarsened from full resolution to 10ms"), "{comments}");
+        assert!(
+            comments.contains("coarsened from full resolution to 10ms"),
+            "{comments}"
+        );
         assert!(comments.contains("4 samples have none"), "{comments}");
     }
 
@@ -648,5 +658,72 @@ mod tests {
         assert_eq!(duration_text(1_500_000_000), "1500ms");
         assert_eq!(duration_text(7_200_000_000_000), "2h");
         assert_eq!(duration_text(1), "1ns");
+    }
+
+    /// The projection the README states: a 24-hour run at 100 Hz on one
+    /// thread cycling through 20 stacks 10 frames deep, drained every
+    /// second as the control thread does, at the default (full)
+    /// resolution. The times coarsen as the run goes (to 10 s here), the
+    /// distinct samples stay within the bound, every sample counts, and
+    /// the file stays small enough for Go pprof to read in seconds.
+    /// `CPUPROF_KEEP_PROJECTION=FILE` keeps the profile (for timing pprof).
+    #[test]
+    fn a_day_at_100_hz_stays_bounded() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let here = a_day_at_100_hz_stays_bounded as *const () as u64;
+        let stacks_used: Vec<std::sync::Arc<[u64]>> = (0..20u64)
+            .map(|k| (0..10u64).map(|d| here + k * 64 + d * 4).collect())
+            .collect();
+        let start = 1_700_000_000_000_000_000u64;
+        let labels = crate::signal_path::sample_tag(4242, 0) | 1 << 34;
+        let mut times = TimeKeeping::new(1);
+        let mut stacks = Stacks::default();
+        let mut per_stack: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 20];
+        for second in 0..86_400u64 {
+            for list in per_stack.iter_mut() {
+                list.clear();
+            }
+            for i in 0..100u64 {
+                let t = start + second * 1_000_000_000 + i * 10_000_000 + 12_345;
+                per_stack[((second * 100 + i) % 20) as usize].push((t, 1));
+            }
+            for (stack, list) in stacks_used.iter().zip(&per_stack) {
+                times.add(&mut stacks, stack, labels, list.len() as u64, list);
+            }
+            times.bound(&mut stacks);
+        }
+        assert_eq!(stacks.values().sum::<u64>(), 8_640_000);
+        assert!(stacks.len() <= TIMED_SAMPLES_MAX, "{}", stacks.len());
+        assert_eq!(times.resolution_ns, 10_000_000_000);
+        let names = ["worker".to_string()];
+        let window = WindowSamples {
+            stacks: &stacks,
+            names: &names,
+            wall: false,
+            period_ns: 10_000_000,
+            start_time_ns: start,
+            duration_ns: 86_400_000_000_000,
+            times,
+            process: ProcessIdentity {
+                pid: 4242,
+                kind: "server".to_string(),
+                command_line: "./server --port 8080".to_string(),
+            },
+        };
+        let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
+        eprintln!(
+            "24 h at 100 Hz: {} samples, {} distinct, {} bytes",
+            8_640_000,
+            stacks.len(),
+            bytes.len()
+        );
+        assert!(bytes.len() < 16 << 20, "{} bytes", bytes.len());
+        if let Some(path) = std::env::var_os("CPUPROF_KEEP_PROJECTION") {
+            std::fs::write(path, &bytes).unwrap();
+        }
+        let profile = cpuprof_profile::proto::read(&bytes).unwrap();
+        let total: i64 = profile.samples.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 8_640_000);
     }
 }

@@ -111,7 +111,7 @@ pub(crate) struct TimeKeeping {
 }
 
 impl TimeKeeping {
-    fn new(asked_ns: u64) -> TimeKeeping {
+    pub(crate) fn new(asked_ns: u64) -> TimeKeeping {
         TimeKeeping {
             asked_ns,
             resolution_ns: asked_ns,
@@ -121,10 +121,10 @@ impl TimeKeeping {
 
     /// Adds `count` samples of (`stack`, `labels`) to `stacks`, `times`
     /// of them with their (epoch) time, the rest without.
-    fn add(
+    pub(crate) fn add(
         &mut self,
         stacks: &mut Stacks,
-        stack: &[u64],
+        stack: &std::sync::Arc<[u64]>,
         labels: u64,
         count: u64,
         times: &[(u64, u64)],
@@ -138,7 +138,7 @@ impl TimeKeeping {
                 }
                 timed += weight;
                 let key = SampleKey {
-                    stack: stack.to_vec(),
+                    stack: stack.clone(),
                     labels,
                     time: round_time(time, self.resolution_ns),
                 };
@@ -148,7 +148,7 @@ impl TimeKeeping {
         }
         if count > timed {
             let key = SampleKey {
-                stack: stack.to_vec(),
+                stack: stack.clone(),
                 labels,
                 time: 0,
             };
@@ -157,7 +157,7 @@ impl TimeKeeping {
     }
 
     /// Coarsens the times of `stacks` when there are too many samples.
-    fn bound(&mut self, stacks: &mut Stacks) {
+    pub(crate) fn bound(&mut self, stacks: &mut Stacks) {
         coarsen_times(stacks, &mut self.resolution_ns, TIMED_SAMPLES_MAX);
     }
 }
@@ -514,24 +514,26 @@ fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Wind
     let (epoch, monotonic) = (session.start_time_ns, session.start_monotonic_ns);
     let mut epoch_times: Vec<(u64, u64)> = Vec::new();
     names.begin_drain();
-    session.evictions += sampler.drain(&mut |mut stack, tag, count, times| {
-        threads::drop_own_frames(&mut stack);
-        if stack.is_empty() {
-            return;
-        }
-        // Monotonic times to the epoch, on the clock of `time_nanos`.
-        epoch_times.clear();
-        epoch_times.extend(times.iter().map(|&(time, weight)| {
-            (epoch.saturating_add(time.saturating_sub(monotonic)), weight)
-        }));
-        let labels = names.label(tag);
-        if let Some(window) = window.as_mut() {
-            window
-                .times
-                .add(&mut window.stacks, &stack, labels, count, &epoch_times);
-        }
-        session_times.add(stacks, &stack, labels, count, &epoch_times);
-    });
+    session.evictions +=
+        sampler.drain(&mut |mut stack, tag, count, times| {
+            threads::drop_own_frames(&mut stack);
+            if stack.is_empty() {
+                return;
+            }
+            // Monotonic times to the epoch, on the clock of `time_nanos`.
+            epoch_times.clear();
+            epoch_times.extend(times.iter().map(|&(time, weight)| {
+                (epoch.saturating_add(time.saturating_sub(monotonic)), weight)
+            }));
+            let labels = names.label(tag);
+            let stack: std::sync::Arc<[u64]> = stack.into();
+            if let Some(window) = window.as_mut() {
+                window
+                    .times
+                    .add(&mut window.stacks, &stack, labels, count, &epoch_times);
+            }
+            session_times.add(stacks, &stack, labels, count, &epoch_times);
+        });
     session.times.bound(&mut session.stacks);
     if let Some(window) = window.as_mut() {
         window.times.bound(&mut window.stacks);
@@ -1036,7 +1038,7 @@ fn write_crash_file(sampler: &Sampler, session: &Session) {
         if count > 0 && !key.stack.is_empty() {
             file.word(count);
             file.word(key.stack.len() as u64);
-            for &pc in &key.stack {
+            for &pc in key.stack.iter() {
                 file.word(pc);
             }
         }

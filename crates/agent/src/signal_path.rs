@@ -270,9 +270,10 @@ impl StackTable {
             return false;
         };
         record.time.store(time, Ordering::Relaxed);
-        record
-            .entry
-            .store((index as u64) << 32 | weight.min(MAX_WEIGHT), Ordering::Relaxed);
+        record.entry.store(
+            (index as u64) << 32 | weight.min(MAX_WEIGHT),
+            Ordering::Relaxed,
+        );
         true
     }
 
