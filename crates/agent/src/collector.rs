@@ -11,8 +11,8 @@ use std::sync::atomic::{
 use rustc_hash::FxHashMap;
 
 use crate::signal_path::{
-    thread_hash, CacheSlot, Entry, Gate, ModuleSnapshot, Sampler, StackTable, Stats, ThreadSlot,
-    TimeRecord, UnwindCache, SAMPLER, TID_REMOVED,
+    coarser_resolution, thread_hash, CacheSlot, Entry, Gate, ModuleSnapshot, Sampler, StackTable,
+    Stats, ThreadSlot, TimeRecord, UnwindCache, COARSEST_RESOLUTION, SAMPLER, TID_REMOVED,
 };
 
 /// One sample's key once drained: its stack (leaf first, return addresses
@@ -46,7 +46,7 @@ const THREAD_SLOTS: usize = 1 << 13;
 /// only as used). The control thread is woken at half, drains at least
 /// every second in sessions that keep times, and wakes within 100 ms:
 /// 32,768 samples between drains is 100 threads at 1,000 Hz for 300 ms.
-const TABLE_TIMES: usize = 1 << 16;
+pub(crate) const TABLE_TIMES: usize = 1 << 16;
 
 /// The most distinct samples (stack, labels, time) a session or window
 /// keeps in memory before its times are coarsened ([`coarsen_times`]):
@@ -63,19 +63,15 @@ pub(crate) fn round_time(time: u64, resolution: u64) -> u64 {
     }
 }
 
-/// The next coarser time resolution: 1 ms from finer ones, then ten times
-/// the current one.
-fn coarser(resolution: u64) -> u64 {
-    if resolution < 1_000_000 {
-        1_000_000
-    } else {
-        resolution.saturating_mul(10)
+/// Rounds every time of `stacks` down to `resolution`, merging the
+/// samples that become equal (totals unchanged).
+pub(crate) fn round_times(stacks: &mut Stacks, resolution: u64) {
+    let before = std::mem::take(stacks);
+    for (mut key, count) in before {
+        key.time = round_time(key.time, resolution);
+        *stacks.entry(key).or_insert(0) += count;
     }
 }
-
-/// The coarsest resolution [`coarsen_times`] goes to (about 28 hours):
-/// beyond it times say nothing, and the distinct stacks are what remains.
-const COARSEST: u64 = 100_000_000_000_000;
 
 /// While `stacks` holds more than `max` distinct samples and times can be
 /// coarsened further, rounds every time to the next coarser resolution,
@@ -87,14 +83,10 @@ pub(crate) fn coarsen_times(stacks: &mut Stacks, resolution: &mut u64, max: usiz
         return false;
     }
     let mut changed = false;
-    while stacks.len() > max / 2 && *resolution < COARSEST {
-        *resolution = coarser(*resolution);
+    while stacks.len() > max / 2 && *resolution < COARSEST_RESOLUTION {
+        *resolution = coarser_resolution(*resolution);
         changed = true;
-        let before = std::mem::take(stacks);
-        for (mut key, count) in before {
-            key.time = round_time(key.time, *resolution);
-            *stacks.entry(key).or_insert(0) += count;
-        }
+        round_times(stacks, *resolution);
     }
     changed
 }
@@ -113,7 +105,7 @@ fn zeroed_slice<T>(n: usize) -> Box<[T]> {
     }
 }
 
-fn new_table() -> StackTable {
+pub(crate) fn new_table() -> StackTable {
     StackTable {
         entries: zeroed_slice::<Entry>(TABLE_ENTRIES),
         pcs: zeroed_slice::<AtomicU64>(TABLE_PCS),
@@ -162,6 +154,8 @@ pub(crate) fn sampler() -> &'static Sampler {
         weight_overruns: AtomicBool::new(false),
         label_threads: AtomicBool::new(false),
         record_times: AtomicBool::new(false),
+        time_bucket_ns: AtomicU64::new(1),
+        time_epoch_offset: AtomicU64::new(0),
         wall_period_ns: AtomicU64::new(0),
         cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
@@ -419,7 +413,7 @@ mod tests {
         }
         let mut resolution = 1;
         coarsen_times(&mut stacks, &mut resolution, 10);
-        assert_eq!(resolution, COARSEST);
+        assert_eq!(resolution, COARSEST_RESOLUTION);
         assert_eq!(stacks.len(), 100);
         let mut off = 0;
         assert!(!coarsen_times(&mut stacks, &mut off, 10), "off stays off");

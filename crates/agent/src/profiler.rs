@@ -16,7 +16,8 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use crate::collector::{
-    coarsen_times, existing_sampler, round_time, sampler, SampleKey, Stacks, TIMED_SAMPLES_MAX,
+    coarsen_times, existing_sampler, round_time, round_times, sampler, SampleKey, Stacks,
+    TIMED_SAMPLES_MAX,
 };
 use crate::config::{ProfileFormat, Settings};
 use crate::modules::{self, LoadedObject};
@@ -159,6 +160,16 @@ impl TimeKeeping {
     /// Coarsens the times of `stacks` when there are too many samples.
     pub(crate) fn bound(&mut self, stacks: &mut Stacks) {
         coarsen_times(stacks, &mut self.resolution_ns, TIMED_SAMPLES_MAX);
+    }
+
+    /// Takes the resolution the handler merged samples at
+    /// ([`Sampler::time_bucket_ns`]) when coarser than ours, rounding
+    /// the samples kept so far to it.
+    fn follow(&mut self, stacks: &mut Stacks, bucket_ns: u64) {
+        if self.resolution_ns != 0 && bucket_ns > self.resolution_ns {
+            self.resolution_ns = bucket_ns;
+            round_times(stacks, bucket_ns);
+        }
     }
 }
 
@@ -368,10 +379,17 @@ fn start_locked(
     } else {
         0
     };
+    let (start_time_ns, start_monotonic_ns) = epoch_and_monotonic_ns();
+    sampler
+        .time_bucket_ns
+        .store(time_resolution.max(1), Ordering::Relaxed);
+    sampler.time_epoch_offset.store(
+        start_time_ns.wrapping_sub(start_monotonic_ns),
+        Ordering::Relaxed,
+    );
     sampler
         .record_times
-        .store(time_resolution != 0, Ordering::Relaxed);
-    let (start_time_ns, start_monotonic_ns) = epoch_and_monotonic_ns();
+        .store(time_resolution != 0, Ordering::Release);
     sampler.wall_period_ns.store(
         if settings.realtime { period_ns } else { 0 },
         Ordering::Relaxed,
@@ -508,6 +526,13 @@ fn epoch_and_monotonic_ns() -> (u64, u64) {
 /// Moves the samples of the active table into the session, and into the
 /// window when one is open.
 fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Window>) {
+    // The records drained were merged at the handler's resolution: ours
+    // becomes at least as coarse.
+    let bucket = sampler.time_bucket_ns.load(Ordering::Relaxed);
+    session.times.follow(&mut session.stacks, bucket);
+    if let Some(window) = window.as_mut() {
+        window.times.follow(&mut window.stacks, bucket);
+    }
     let names = &mut session.names;
     let stacks = &mut session.stacks;
     let session_times = &mut session.times;
@@ -537,6 +562,12 @@ fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Wind
     session.times.bound(&mut session.stacks);
     if let Some(window) = window.as_mut() {
         window.times.bound(&mut window.stacks);
+    }
+    // And the handler merges at ours once coarsened.
+    if session.times.resolution_ns > bucket {
+        sampler
+            .time_bucket_ns
+            .fetch_max(session.times.resolution_ns, Ordering::Relaxed);
     }
 }
 
@@ -1789,6 +1820,15 @@ fn continue_in_child(
     // The child's profile starts now: its samples' times count from here.
     (session.start_time_ns, session.start_monotonic_ns) = epoch_and_monotonic_ns();
     session.times = TimeKeeping::new(session.times.asked_ns);
+    sampler
+        .time_bucket_ns
+        .store(session.times.asked_ns.max(1), Ordering::Relaxed);
+    sampler.time_epoch_offset.store(
+        session
+            .start_time_ns
+            .wrapping_sub(session.start_monotonic_ns),
+        Ordering::Relaxed,
+    );
     session.evictions = 0;
     session.execs_in_progress = 0;
     session.path = format!("{}_{}", session.path, std::process::id());
