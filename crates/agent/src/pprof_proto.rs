@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::collector::{Stacks, TIMED_SAMPLES_MAX};
+use crate::collector::{Stacks, TABLE_TIMES, TIMED_SAMPLES_MAX};
 use crate::profiler::TimeKeeping;
 use crate::signal_path::{tag_state, tag_tid, STATE_RUNNING, STATE_WAITING};
 use crate::symbols::Symbolizer;
@@ -339,7 +339,7 @@ pub(crate) fn time_comments(times: &TimeKeeping) -> Vec<String> {
     ));
     if times.resolution_ns != times.asked_ns {
         comments.push(format!(
-            "timestamp_ns: coarsened from {} to {} to keep at most {TIMED_SAMPLES_MAX} distinct samples",
+            "timestamp_ns: coarsened from {} to {} as the run went, to bound memory and file size (at most {TIMED_SAMPLES_MAX} distinct samples; {TABLE_TIMES} time records per table between drains)",
             match times.asked_ns {
                 0 | 1 => "full resolution".to_string(),
                 ns => duration_text(ns),
