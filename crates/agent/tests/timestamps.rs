@@ -134,18 +134,25 @@ fn two_phases_keep_their_times_in_order() {
         parsed.comments
     );
     // Full resolution: a stack sampled at different times is different
-    // samples (nearly every sample stands alone).
-    assert!(
-        parsed.samples.len() as i64 * 10 >= samples * 9,
-        "{} samples for {samples}",
-        parsed.samples.len()
+    // samples, each signal of the one thread at its own nanosecond.
+    let mut distinct: Vec<i64> = parsed
+        .samples
+        .iter()
+        .filter_map(|s| timestamp(s).map(|t| t.0))
+        .collect();
+    distinct.sort();
+    distinct.dedup();
+    assert_eq!(
+        distinct.len(),
+        parsed.samples.len(),
+        "two samples at one time"
     );
     // Phase one before phase two: ≥ 90% of the (one, two) pairs, and of
     // each phase's samples on its side of the program's switch time.
     let ones: Vec<i64> = phases.iter().filter(|p| p.0 == 1).map(|p| p.1).collect();
     let twos: Vec<i64> = phases.iter().filter(|p| p.0 == 2).map(|p| p.1).collect();
     assert!(
-        ones.len() >= 200 && twos.len() >= 200,
+        ones.len() >= 100 && twos.len() >= 100,
         "{} {}",
         ones.len(),
         twos.len()
@@ -220,11 +227,25 @@ fn a_coarser_resolution_merges_samples_and_off_writes_none() {
     let samples = total(&coarse);
     assert!(samples >= 300, "{samples} samples for 0.6 CPU-s at 1000 Hz");
     // 100 ms buckets: each holds the few stacks of the burn loop, many
-    // samples each.
+    // samples each (≥ 20 per bucket at 1000 Hz even with the CPU shared
+    // five ways), and no two samples share a stack, thread and time.
     assert!(
-        coarse.samples.len() as i64 * 5 <= samples,
+        coarse.samples.len() as i64 * 2 <= samples,
         "{} samples kept for {samples}",
         coarse.samples.len()
+    );
+    let mut keys: Vec<_> = coarse
+        .samples
+        .iter()
+        .map(|s| (s.locations.clone(), format!("{:?}", s.labels)))
+        .collect();
+    let n = keys.len();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(
+        keys.len(),
+        n,
+        "samples of one stack, thread and time left apart"
     );
     for sample in &coarse.samples {
         let (time, _) = timestamp(sample).expect("every sample has timestamp_ns");

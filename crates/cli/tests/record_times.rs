@@ -31,7 +31,7 @@ fn record_rounds_sample_times_to_the_resolution_asked() {
     let dir = TempDir::new().unwrap();
     let (spin, _) = build_spin(dir.path(), "spin", &[]);
     let mut sizes = Vec::new();
-    for resolution in ["full", "50ms", "off"] {
+    for resolution in ["full", "200ms", "off"] {
         let profile = dir.path().join(format!("{resolution}.prof"));
         let out = cpuprof()
             .args(["record", "-F", "1000", "--nodecount", "0"])
@@ -50,15 +50,16 @@ fn record_rounds_sample_times_to_the_resolution_asked() {
         let (times, start) = timestamps(&std::fs::read(&profile).unwrap());
         match resolution {
             "off" => assert!(times.iter().all(Option::is_none)),
-            "50ms" => assert!(times
+            "200ms" => assert!(times
                 .iter()
-                .all(|t| t.is_some_and(|t| t % 50_000_000 == 0 || t == start))),
+                .all(|t| t.is_some_and(|t| t % 200_000_000 == 0 || t == start))),
             _ => assert!(times.iter().all(Option::is_some)),
         }
         sizes.push((resolution, times.len()));
     }
-    // Rounding merges: fewer samples at 50 ms than at full resolution.
-    assert!(sizes[1].1 * 3 < sizes[0].1, "{sizes:?}");
+    // Rounding merges: fewer samples at 200 ms than at full resolution
+    // (≥ 40 samples per bucket at 1000 Hz with the CPU shared five ways).
+    assert!(sizes[1].1 * 2 < sizes[0].1, "{sizes:?}");
 
     let out = cpuprof()
         .args(["record", "--time-resolution", "soon", "--", "true"])
