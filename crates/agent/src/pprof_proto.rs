@@ -726,4 +726,26 @@ mod tests {
         let total: i64 = profile.samples.iter().map(|s| s.values[0]).sum();
         assert_eq!(total, 8_640_000);
     }
+
+    /// A drained stack whose count exceeds its recorded times (the time
+    /// records were full): the rest count without a time, and are counted
+    /// as such; times are rounded to the resolution in use.
+    #[test]
+    fn samples_without_a_recorded_time_still_count() {
+        let mut times = TimeKeeping::new(10_000_000);
+        let mut stacks = Stacks::default();
+        let stack: std::sync::Arc<[u64]> = vec![1, 2, 3].into();
+        let t = 1_700_000_000_000_000_000u64;
+        times.add(&mut stacks, &stack, 7, 5, &[(t + 1, 1), (t + 9_999_999, 1)]);
+        times.add(&mut stacks, &stack, 7, 2, &[(t + 10_000_001, 2)]);
+        assert_eq!(times.untimed, 3);
+        let mut seen: Vec<(u64, u64)> = stacks.iter().map(|(k, &c)| (k.time, c)).collect();
+        seen.sort();
+        assert_eq!(seen, [(0, 3), (t, 2), (t + 10_000_000, 2)]);
+        // Off: every sample without a time, none counted as lost.
+        let mut off = TimeKeeping::new(0);
+        let mut stacks = Stacks::default();
+        off.add(&mut stacks, &stack, 7, 4, &[]);
+        assert_eq!((off.untimed, stacks.len()), (0, 1));
+    }
 }
