@@ -379,7 +379,10 @@ fn start_locked(
     } else {
         0
     };
+    // The start, read before any timer is armed: every sample's time is
+    // after it, and the duration counts from the same moment.
     let (start_time_ns, start_monotonic_ns) = epoch_and_monotonic_ns();
+    let started = Instant::now();
     sampler
         .time_bucket_ns
         .store(time_resolution.max(1), Ordering::Relaxed);
@@ -481,7 +484,7 @@ fn start_locked(
         start_time_ns,
         start_monotonic_ns,
         times: TimeKeeping::new(time_resolution),
-        started: Instant::now(),
+        started,
         start_process_cpu_ns: process_cpu_ns(),
         stacks: Stacks::default(),
         names: ThreadNames::default(),
