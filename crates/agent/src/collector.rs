@@ -11,22 +11,30 @@ use std::sync::atomic::{
 use rustc_hash::FxHashMap;
 
 use crate::signal_path::{
-    thread_hash, CacheSlot, Entry, Gate, ModuleSnapshot, Sampler, StackTable, Stats, ThreadSlot,
-    UnwindCache, SAMPLER, TID_REMOVED,
+    coarser_resolution, thread_hash, CacheSlot, Entry, Gate, ModuleSnapshot, Sampler, StackTable,
+    Stats, ThreadSlot, TimeRecord, UnwindCache, COARSEST_RESOLUTION, SAMPLER, TID_REMOVED,
 };
 
 /// One sample's key once drained: its stack (leaf first, return addresses
-/// as sampled) and its labels: the tag of
+/// as sampled), its labels: the tag of
 /// [`crate::signal_path::sample_tag`] (tid, state) with the thread's name
-/// index (see [`crate::thread_names`]) from bit 34 up; 0 when unlabelled.
+/// index (see [`crate::thread_names`]) from bit 34 up; 0 when unlabelled;
+/// and its time: ns since the Unix epoch rounded down to the session's
+/// time resolution ([`round_time`]), 0 when the sample has none.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct SampleKey {
-    pub(crate) stack: Vec<u64>,
+    /// Shared by the samples of one stack taken at different times.
+    pub(crate) stack: std::sync::Arc<[u64]>,
     pub(crate) labels: u64,
+    pub(crate) time: u64,
 }
 
 /// Samples per key.
 pub(crate) type Stacks = FxHashMap<SampleKey, u64>;
+
+/// What [`Sampler::drain`] hands each stack to: (stack, tag, count,
+/// (monotonic ns, weight) of its timed samples).
+pub(crate) type DrainSink<'a> = dyn FnMut(Vec<u64>, u64, u64, &[(u64, u64)]) + 'a;
 
 /// Entries per stack table (a power of two).
 const TABLE_ENTRIES: usize = 1 << 15;
@@ -34,7 +42,54 @@ const TABLE_ENTRIES: usize = 1 << 15;
 const TABLE_PCS: usize = 1 << 20;
 /// Thread slots (a power of two): at most half may be in use.
 const THREAD_SLOTS: usize = 1 << 13;
+/// Time records per table (16 bytes each: 1 MiB of address space, touched
+/// only as used). The control thread is woken at half, drains at least
+/// every second in sessions that keep times, and wakes within 100 ms:
+/// 32,768 samples between drains is 100 threads at 1,000 Hz for 300 ms.
+pub(crate) const TABLE_TIMES: usize = 1 << 16;
 
+/// The most distinct samples (stack, labels, time) a session or window
+/// keeps in memory before its times are coarsened ([`coarsen_times`]):
+/// this bounds the agent's memory and the profile's size in long runs.
+pub(crate) const TIMED_SAMPLES_MAX: usize = 1 << 18;
+
+/// `time` (ns since the epoch, 0: none) rounded down to a multiple of
+/// `resolution` (1: unchanged).
+pub(crate) fn round_time(time: u64, resolution: u64) -> u64 {
+    if time == 0 || resolution <= 1 {
+        time
+    } else {
+        time - time % resolution
+    }
+}
+
+/// Rounds every time of `stacks` down to `resolution`, merging the
+/// samples that become equal (totals unchanged).
+pub(crate) fn round_times(stacks: &mut Stacks, resolution: u64) {
+    let before = std::mem::take(stacks);
+    for (mut key, count) in before {
+        key.time = round_time(key.time, resolution);
+        *stacks.entry(key).or_insert(0) += count;
+    }
+}
+
+/// While `stacks` holds more than `max` distinct samples and times can be
+/// coarsened further, rounds every time to the next coarser resolution,
+/// merging the samples that become equal, down to at most half of `max`
+/// (so that a long run coarsens a few times, not at every drain).
+/// Returns true when `resolution` changed. Totals are unchanged.
+pub(crate) fn coarsen_times(stacks: &mut Stacks, resolution: &mut u64, max: usize) -> bool {
+    if stacks.len() <= max || *resolution == 0 {
+        return false;
+    }
+    let mut changed = false;
+    while stacks.len() > max / 2 && *resolution < COARSEST_RESOLUTION {
+        *resolution = coarser_resolution(*resolution);
+        changed = true;
+        round_times(stacks, *resolution);
+    }
+    changed
+}
 /// Allocates `n` zeroed atomics in one block (calloc: untouched pages cost
 /// no memory).
 fn zeroed_slice<T>(n: usize) -> Box<[T]> {
@@ -50,12 +105,14 @@ fn zeroed_slice<T>(n: usize) -> Box<[T]> {
     }
 }
 
-fn new_table() -> StackTable {
+pub(crate) fn new_table() -> StackTable {
     StackTable {
         entries: zeroed_slice::<Entry>(TABLE_ENTRIES),
         pcs: zeroed_slice::<AtomicU64>(TABLE_PCS),
         pcs_used: AtomicUsize::new(0),
         occupied: AtomicUsize::new(0),
+        times: zeroed_slice::<TimeRecord>(TABLE_TIMES),
+        times_used: AtomicUsize::new(0),
     }
 }
 
@@ -96,6 +153,9 @@ pub(crate) fn sampler() -> &'static Sampler {
         filter_arg: AtomicUsize::new(0),
         weight_overruns: AtomicBool::new(false),
         label_threads: AtomicBool::new(false),
+        record_times: AtomicBool::new(false),
+        time_bucket_ns: AtomicU64::new(1),
+        time_epoch_offset: AtomicU64::new(0),
         wall_period_ns: AtomicU64::new(0),
         cpu_clock_period_ns: AtomicU64::new(0),
         modules_stale: AtomicBool::new(false),
@@ -150,19 +210,49 @@ impl Sampler {
     }
 
     /// Swaps the active table, waits for handlers using the old one, and
-    /// hands each of its samples to `sink(stack, tag, count)` (the tag is
-    /// [`crate::signal_path::sample_tag`]'s, 0 when unlabelled). Returns
-    /// the number of distinct samples moved. Caller holds the control lock
-    /// (gate writers must be serialized).
-    pub(crate) fn drain(&self, sink: &mut dyn FnMut(Vec<u64>, u64, u64)) -> u64 {
+    /// hands each of its samples to `sink(stack, tag, count, times)` (the
+    /// tag is [`crate::signal_path::sample_tag`]'s, 0 when unlabelled;
+    /// `times` the (monotonic ns, weight) of the samples of that count
+    /// whose time was recorded, in the order taken: empty when the session
+    /// keeps no times). Returns the number of distinct samples moved.
+    /// Caller holds the control lock (gate writers must be serialized).
+    pub(crate) fn drain(&self, sink: &mut DrainSink) -> u64 {
         let old = self.active_table.fetch_xor(1, Ordering::AcqRel) & 1;
         self.gate.synchronize();
         let table = &self.tables[old];
+        // The time records by entry (a stable sort keeps each entry's in
+        // the order taken).
+        let used = table
+            .times_used
+            .load(Ordering::Relaxed)
+            .min(table.times.len());
+        let mut times: Vec<(usize, u64, u64)> = table.times[..used]
+            .iter()
+            .map(|r| {
+                let entry = r.entry.load(Ordering::Relaxed);
+                let time = r.time.load(Ordering::Relaxed);
+                ((entry >> 32) as usize, time, entry & 0xffff_ffff)
+            })
+            .filter(|&(_, time, weight)| time != 0 && weight != 0)
+            .collect();
+        times.sort_by_key(|&(index, _, _)| index);
+        let mut next_time = 0;
+        let mut entry_times: Vec<(u64, u64)> = Vec::new();
         let mut moved = 0;
-        for entry in table.entries.iter() {
+        for (index, entry) in table.entries.iter().enumerate() {
             let hash = entry.hash.load(Ordering::Acquire);
             if hash == 0 {
                 continue;
+            }
+            entry_times.clear();
+            while let Some(&(i, time, weight)) = times.get(next_time) {
+                if i > index {
+                    break;
+                }
+                if i == index {
+                    entry_times.push((time, weight));
+                }
+                next_time += 1;
             }
             let count = entry.count.load(Ordering::Relaxed);
             let len = entry.len.load(Ordering::Relaxed) as usize;
@@ -170,7 +260,12 @@ impl Sampler {
             if count > 0 && len > 0 {
                 if let Some(slots) = table.pcs.get(offset..offset + len) {
                     let stack: Vec<u64> = slots.iter().map(|s| s.load(Ordering::Relaxed)).collect();
-                    sink(stack, entry.tag.load(Ordering::Relaxed), count);
+                    sink(
+                        stack,
+                        entry.tag.load(Ordering::Relaxed),
+                        count,
+                        &entry_times,
+                    );
                     moved += 1;
                 }
             }
@@ -181,6 +276,7 @@ impl Sampler {
         }
         table.pcs_used.store(0, Ordering::Relaxed);
         table.occupied.store(0, Ordering::Relaxed);
+        table.times_used.store(0, Ordering::Relaxed);
         moved
     }
 
@@ -189,6 +285,7 @@ impl Sampler {
         let table = &self.tables[self.active_table.load(Ordering::Acquire) & 1];
         table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
             || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
+            || table.times_half_used()
     }
 
     /// Empties both tables without reading them (a forked child drops its
@@ -202,6 +299,7 @@ impl Sampler {
             }
             table.pcs_used.store(0, Ordering::Relaxed);
             table.occupied.store(0, Ordering::Relaxed);
+            table.times_used.store(0, Ordering::Relaxed);
         }
     }
 
@@ -260,5 +358,64 @@ impl Sampler {
         ] {
             counter.store(0, Ordering::Relaxed);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(stack: u64, time: u64) -> SampleKey {
+        SampleKey {
+            stack: vec![stack].into(),
+            labels: 0,
+            time,
+        }
+    }
+
+    #[test]
+    fn times_round_down_to_the_resolution() {
+        assert_eq!(round_time(1_234_567_891, 1), 1_234_567_891);
+        assert_eq!(round_time(1_234_567_891, 10_000_000), 1_230_000_000);
+        assert_eq!(round_time(0, 10_000_000), 0, "no time stays none");
+    }
+
+    /// 10 s of samples 1 ms apart on two stacks, kept to 1,000 distinct
+    /// samples: 1 ms and 10 ms rounding leave too many (10,000 and 2,000),
+    /// 100 ms leaves 200; every sample still counts.
+    #[test]
+    fn coarsening_bounds_the_samples_and_keeps_the_total() {
+        let start = 1_700_000_000_000_000_000u64;
+        let mut stacks = Stacks::default();
+        for i in 0..10_000u64 {
+            *stacks.entry(key(i % 2, start + i * 1_000_000)).or_insert(0) += 1;
+        }
+        *stacks.entry(key(5, 0)).or_insert(0) += 7;
+        let mut resolution = 1;
+        assert!(coarsen_times(&mut stacks, &mut resolution, 1_000));
+        assert_eq!(resolution, 100_000_000);
+        assert_eq!(stacks.len(), 201);
+        assert_eq!(stacks.values().sum::<u64>(), 10_007);
+        assert_eq!(stacks[&key(5, 0)], 7, "untimed samples stay apart");
+        assert!(stacks.keys().all(|k| k.time % 100_000_000 == 0));
+        // Within the bound: nothing changes.
+        assert!(!coarsen_times(&mut stacks, &mut resolution, 1_000));
+        assert_eq!(resolution, 100_000_000);
+    }
+
+    /// Distinct stacks alone over the bound: coarsening stops at the
+    /// coarsest resolution instead of looping.
+    #[test]
+    fn coarsening_ends_when_times_cannot_merge_more() {
+        let mut stacks = Stacks::default();
+        for i in 0..100u64 {
+            stacks.insert(key(i, 1_700_000_000_000_000_000), 1);
+        }
+        let mut resolution = 1;
+        coarsen_times(&mut stacks, &mut resolution, 10);
+        assert_eq!(resolution, COARSEST_RESOLUTION);
+        assert_eq!(stacks.len(), 100);
+        let mut off = 0;
+        assert!(!coarsen_times(&mut stacks, &mut off, 10), "off stays off");
     }
 }

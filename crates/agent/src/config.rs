@@ -1,6 +1,7 @@
 //! Settings read from the environment, as gperftools reads them (see the
 //! user guide, "Modifying Runtime Behavior"), plus our own
-//! `CPUPROFILE_FLUSH_SECONDS`, `CPUPROFILE_TIMER` and `CPUPROFILE_FORMAT`. Invalid values are
+//! `CPUPROFILE_FLUSH_SECONDS`, `CPUPROFILE_TIMER`, `CPUPROFILE_FORMAT` and
+//! `CPUPROFILE_TIME_RESOLUTION`. Invalid values are
 //! reported on stderr and replaced by the default; nothing fails silently.
 
 use crate::timers::ClockChoice;
@@ -22,6 +23,12 @@ pub struct Settings {
     pub flush_seconds: u32,
     /// The profile's file format (`CPUPROFILE_FORMAT`).
     pub format: ProfileFormat,
+    /// profile.proto: each sample's time (label `timestamp_ns`) rounded
+    /// down to this many ns (`CPUPROFILE_TIME_RESOLUTION`); 1: full
+    /// resolution (the default), 0: no times. Samples of one stack and
+    /// thread whose rounded times are equal are merged. Long runs coarsen
+    /// it further as they go (see the README, "Time in the profile").
+    pub time_resolution_ns: u64,
 }
 
 /// The file format a session writes.
@@ -44,6 +51,7 @@ impl Default for Settings {
             clock: ClockChoice::Auto,
             flush_seconds: 0,
             format: ProfileFormat::Gperftools,
+            time_resolution_ns: 1,
         }
     }
 }
@@ -122,6 +130,14 @@ impl Settings {
                 )),
             }
         }
+        if let Some(value) = lookup("CPUPROFILE_TIME_RESOLUTION") {
+            match parse_time_resolution(&value) {
+                Some(ns) => settings.time_resolution_ns = ns,
+                None => warn(format!(
+                    "CPUPROFILE_TIME_RESOLUTION={value:?} is not a duration (10ms, 1s, 500us, full) or off; keeping full-resolution times"
+                )),
+            }
+        }
         if let Some(value) = lookup("CPUPROFILE_TIMER") {
             match value.trim() {
                 "" | "auto" => {}
@@ -135,6 +151,36 @@ impl Settings {
         }
         settings
     }
+}
+
+/// Parses a time resolution: a duration with its unit (`10ms`, `1s`,
+/// `0.5s`, `250us`, `1m`, `1h`; units ns, us, µs, ms, s, m, min, h), `full`
+/// (1 ns: times as taken), or `off`/`0`/`none` (no times). Returns ns; 0
+/// for off.
+pub fn parse_time_resolution(value: &str) -> Option<u64> {
+    let value = value.trim();
+    match value {
+        "off" | "0" | "none" | "no" => return Some(0),
+        "full" | "on" => return Some(1),
+        _ => {}
+    }
+    let split = value
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let scale: f64 = match unit.trim() {
+        "ns" => 1.0,
+        "us" | "µs" => 1e3,
+        "ms" => 1e6,
+        "s" => 1e9,
+        "m" | "min" => 60e9,
+        "h" => 3600e9,
+        _ => return None,
+    };
+    let number: f64 = number.parse().ok()?;
+    let ns = (number * scale).round();
+    // Up to a day: coarser says nothing about when.
+    (ns.is_finite() && (0.0..=86_400e9).contains(&ns)).then_some(ns as u64)
 }
 
 /// Parses a signal number usable for profiling or as a switch.
@@ -190,7 +236,40 @@ mod tests {
         assert_eq!(s.period_ns(), 10_000_000);
         assert!(!s.realtime);
         assert_eq!(s.signal, 0, "chosen at start");
+        assert_eq!(s.time_resolution_ns, 1, "full-resolution times");
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn time_resolutions_parse_with_units() {
+        let cases = [
+            ("10ms", Some(10_000_000)),
+            ("1s", Some(1_000_000_000)),
+            ("0.5s", Some(500_000_000)),
+            ("250us", Some(250_000)),
+            ("250µs", Some(250_000)),
+            ("1m", Some(60_000_000_000)),
+            ("full", Some(1)),
+            ("off", Some(0)),
+            ("0", Some(0)),
+            ("0ms", Some(0)),
+            ("10", None),
+            ("ms", None),
+            ("10 parsecs", None),
+            ("2d", None),
+            ("25h", None),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(parse_time_resolution(text), expected, "{text}");
+        }
+        let (s, w) = settings(&[("CPUPROFILE_TIME_RESOLUTION", "soon")]);
+        assert_eq!(s.time_resolution_ns, 1);
+        assert!(
+            w[0].contains("CPUPROFILE_TIME_RESOLUTION=\"soon\""),
+            "{w:?}"
+        );
+        let (s, w) = settings(&[("CPUPROFILE_TIME_RESOLUTION", "10ms")]);
+        assert_eq!((s.time_resolution_ns, w.len()), (10_000_000, 0));
     }
 
     #[test]

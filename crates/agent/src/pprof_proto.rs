@@ -4,7 +4,10 @@
 //! `/debug/pprof/profile`: sample types `samples/count` and
 //! `cpu/nanoseconds` (`wall/nanoseconds` in realtime mode), the same
 //! period type, labelled samples (`thread_id`, `thread_name`, `state`:
-//! string labels, as `pprof -tags` lists them), one mapping per executable
+//! string labels, as `pprof -tags` lists them; `timestamp_ns`: a numeric
+//! label in nanoseconds, the sample's time since the Unix epoch on the
+//! clock of `time_nanos`, as `perf_to_profile` names it, so that
+//! `pprof -tagfocus=timestamp_ns=FROM:TO` selects a time range), one mapping per executable
 //! mapping (the main program first) with its build id, and function names
 //! from the objects' symbol tables. Protobuf is written by hand ("Protocol
 //! Buffers encoding": varints, length-delimited fields, packed repeated
@@ -13,7 +16,8 @@
 
 use std::collections::HashMap;
 
-use crate::collector::Stacks;
+use crate::collector::{Stacks, TABLE_TIMES, TIMED_SAMPLES_MAX};
+use crate::profiler::TimeKeeping;
 use crate::signal_path::{tag_state, tag_tid, STATE_RUNNING, STATE_WAITING};
 use crate::symbols::Symbolizer;
 use crate::thread_names::name_index;
@@ -85,6 +89,8 @@ pub(crate) struct WindowSamples<'a> {
     pub(crate) period_ns: u64,
     pub(crate) start_time_ns: u64,
     pub(crate) duration_ns: u64,
+    /// How the samples kept their times (said in the profile's comments).
+    pub(crate) times: TimeKeeping,
     /// Labels every sample carries and comments of the profile: which
     /// process wrote it (see [`process_identity`]).
     pub(crate) process: ProcessIdentity,
@@ -173,23 +179,28 @@ pub(crate) fn encode(
     let mut locations = Vec::new();
     let mut function_ids: HashMap<String, u64> = HashMap::new();
     let mut functions = Vec::new();
-    let mut records: Vec<(&Vec<u64>, u64, u64)> = window
+    let mut records: Vec<(&[u64], u64, u64, u64)> = window
         .stacks
         .iter()
-        .map(|(k, &c)| (&k.stack, k.labels, c))
+        .map(|(k, &c)| (&*k.stack, k.labels, c, k.time))
         .collect();
     records.sort_unstable_by(|a, b| {
         b.2.cmp(&a.2)
             .then_with(|| a.0.cmp(b.0))
             .then_with(|| a.1.cmp(&b.1))
+            .then_with(|| a.3.cmp(&b.3))
     });
+    // Times were rounded down (or, in a window, taken by its session a
+    // moment before it opened): every one lies within the profile.
+    let end_ns = window.start_time_ns.saturating_add(window.duration_ns);
+    let mut any_time = false;
     let label = |strings: &mut Strings, key: &str, value: &str| {
         let mut m = Message::default();
         m.uint(1, strings.id(key));
         m.uint(2, strings.id(value));
         m.0
     };
-    for (stack, labels, count) in records {
+    for (stack, labels, count, time) in records {
         if stack.is_empty() || count == 0 {
             continue;
         }
@@ -253,6 +264,14 @@ pub(crate) fn encode(
                 sample.bytes(3, &label(&mut strings, "state", state));
             }
         }
+        if time != 0 {
+            any_time = true;
+            let mut m = Message::default();
+            m.uint(1, strings.id("timestamp_ns"));
+            m.uint(3, time.clamp(window.start_time_ns, end_ns));
+            m.uint(4, strings.id("nanoseconds"));
+            sample.bytes(3, &m.0);
+        }
         profile.bytes(2, &sample.0);
     }
 
@@ -289,6 +308,11 @@ pub(crate) fn encode(
         comments.push(strings.id(&format!("pid {}", window.process.pid)));
         comments.push(strings.id(&format!("command line: {}", window.process.command_line)));
     }
+    if any_time {
+        for comment in time_comments(&window.times) {
+            comments.push(strings.id(&comment));
+        }
+    }
     for s in &strings.table {
         profile.bytes(6, s.as_bytes());
     }
@@ -300,6 +324,55 @@ pub(crate) fn encode(
         profile.uint(13, comment);
     }
     profile.0
+}
+
+/// The profile's comments on sample times: their resolution, whether it
+/// was coarsened to bound the profile, and samples that have no time.
+pub(crate) fn time_comments(times: &TimeKeeping) -> Vec<String> {
+    let mut comments = Vec::new();
+    let resolution = match times.resolution_ns {
+        0 | 1 => "at full resolution".to_string(),
+        ns => format!("rounded down to {}", duration_text(ns)),
+    };
+    comments.push(format!(
+        "timestamp_ns: each sample's time in ns since the Unix epoch (the clock of time_nanos), {resolution}"
+    ));
+    if times.resolution_ns != times.asked_ns {
+        comments.push(format!(
+            "timestamp_ns: coarsened from {} to {} as the run went, to bound memory and file size (at most {TIMED_SAMPLES_MAX} distinct samples; {TABLE_TIMES} time records per table between drains)",
+            match times.asked_ns {
+                0 | 1 => "full resolution".to_string(),
+                ns => duration_text(ns),
+            },
+            duration_text(times.resolution_ns)
+        ));
+    }
+    if times.untimed > 0 {
+        comments.push(format!(
+            "timestamp_ns: {} samples have none (the agent's time records were full); they count in every total",
+            times.untimed
+        ));
+    }
+    comments
+}
+
+/// A duration in ns in its largest whole unit: `10ms`, `1s`, `2h`.
+pub(crate) fn duration_text(ns: u64) -> String {
+    const UNITS: [(u64, &str); 6] = [
+        (3_600_000_000_000, "h"),
+        (60_000_000_000, "m"),
+        (1_000_000_000, "s"),
+        (1_000_000, "ms"),
+        (1_000, "us"),
+        (1, "ns"),
+    ];
+    UNITS
+        .iter()
+        .find(|(unit, _)| ns >= *unit && ns % unit == 0)
+        .map_or_else(
+            || "0s".to_string(),
+            |(unit, name)| format!("{}{name}", ns / unit),
+        )
 }
 
 /// CRC-32 (IEEE 802.3, reflected, polynomial 0xEDB88320) as gzip uses.
@@ -385,8 +458,9 @@ mod tests {
         let mut stacks = Stacks::default();
         stacks.insert(
             crate::collector::SampleKey {
-                stack: vec![here + 4, here + 9],
+                stack: vec![here + 4, here + 9].into(),
                 labels: 0,
+                time: 0,
             },
             7,
         );
@@ -397,6 +471,7 @@ mod tests {
             period_ns: 10_000_000,
             start_time_ns: 1,
             duration_ns: 2_000_000_000,
+            times: TimeKeeping::default(),
             process: ProcessIdentity::default(),
         };
         let exe = std::env::current_exe().unwrap();
@@ -435,8 +510,9 @@ mod tests {
         ] {
             stacks.insert(
                 crate::collector::SampleKey {
-                    stack: vec![here + 4],
+                    stack: vec![here + 4].into(),
                     labels,
+                    time: 0,
                 },
                 count,
             );
@@ -449,6 +525,7 @@ mod tests {
             period_ns: 10_000_000,
             start_time_ns: 1,
             duration_ns: 1,
+            times: TimeKeeping::default(),
             process: ProcessIdentity::default(),
         };
         let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
@@ -493,5 +570,182 @@ mod tests {
                 (7, vec!["state=waiting".to_string()]),
             ]
         );
+    }
+
+    /// Samples keep their time as the numeric label timestamp_ns (unit
+    /// nanoseconds), clamped into [time_nanos, time_nanos + duration];
+    /// one stack at two times is two samples; the comments say the
+    /// resolution, the coarsening and the samples without a time.
+    #[test]
+    fn times_are_numeric_labels_within_the_profile() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let here = times_are_numeric_labels_within_the_profile as *const () as u64;
+        let start = 1_700_000_000_000_000_000u64;
+        let mut stacks = Stacks::default();
+        for (time, count) in [
+            (start - 5_000_000, 1),
+            (start + 10_000_000, 2),
+            (start + 20_000_000, 3),
+            (0, 4),
+        ] {
+            stacks.insert(
+                crate::collector::SampleKey {
+                    stack: vec![here + 4].into(),
+                    labels: 0,
+                    time,
+                },
+                count,
+            );
+        }
+        let window = WindowSamples {
+            stacks: &stacks,
+            names: &[],
+            wall: false,
+            period_ns: 10_000_000,
+            start_time_ns: start,
+            duration_ns: 1_000_000_000,
+            times: TimeKeeping {
+                asked_ns: 1,
+                resolution_ns: 10_000_000,
+                untimed: 4,
+            },
+            process: ProcessIdentity::default(),
+        };
+        let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
+        let profile = cpuprof_profile::proto::read(&bytes).unwrap();
+        let mut seen: Vec<(Option<(i64, String)>, i64)> = profile
+            .samples
+            .iter()
+            .map(|s| {
+                let time =
+                    s.labels
+                        .iter()
+                        .find(|l| l.key == "timestamp_ns")
+                        .map(|l| match &l.value {
+                            cpuprof_profile::LabelValue::Num { value, unit } => {
+                                (*value, unit.clone())
+                            }
+                            other => panic!("{other:?}"),
+                        });
+                (time, s.values[0])
+            })
+            .collect();
+        seen.sort();
+        let ns = |t: u64| Some((t as i64, "nanoseconds".to_string()));
+        assert_eq!(
+            seen,
+            [
+                (None, 4),
+                (ns(start), 1),
+                (ns(start + 10_000_000), 2),
+                (ns(start + 20_000_000), 3)
+            ]
+        );
+        let comments = profile.comments.join("\n");
+        assert!(comments.contains("rounded down to 10ms"), "{comments}");
+        assert!(
+            comments.contains("coarsened from full resolution to 10ms"),
+            "{comments}"
+        );
+        assert!(comments.contains("4 samples have none"), "{comments}");
+    }
+
+    #[test]
+    fn durations_are_written_in_their_largest_whole_unit() {
+        assert_eq!(duration_text(10_000_000), "10ms");
+        assert_eq!(duration_text(1_000_000_000), "1s");
+        assert_eq!(duration_text(1_500_000_000), "1500ms");
+        assert_eq!(duration_text(7_200_000_000_000), "2h");
+        assert_eq!(duration_text(1), "1ns");
+    }
+
+    /// The projection the README states: a 24-hour run at 100 Hz on one
+    /// thread cycling through 20 stacks 10 frames deep, drained every
+    /// second as the control thread does, at the default (full)
+    /// resolution. The times coarsen as the run goes (to 10 s here), the
+    /// distinct samples stay within the bound, every sample counts, and
+    /// the file stays small enough for Go pprof to read in seconds.
+    /// `CPUPROF_KEEP_PROJECTION=FILE` keeps the profile (for timing pprof).
+    #[test]
+    fn a_day_at_100_hz_stays_bounded() {
+        let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+        let mut symbolizer = Symbolizer::new(&maps);
+        let here = a_day_at_100_hz_stays_bounded as *const () as u64;
+        let stacks_used: Vec<std::sync::Arc<[u64]>> = (0..20u64)
+            .map(|k| (0..10u64).map(|d| here + k * 64 + d * 4).collect())
+            .collect();
+        let start = 1_700_000_000_000_000_000u64;
+        let labels = crate::signal_path::sample_tag(4242, 0) | 1 << 34;
+        let mut times = TimeKeeping::new(1);
+        let mut stacks = Stacks::default();
+        let mut per_stack: Vec<Vec<(u64, u64)>> = vec![Vec::new(); 20];
+        for second in 0..86_400u64 {
+            for list in per_stack.iter_mut() {
+                list.clear();
+            }
+            for i in 0..100u64 {
+                let t = start + second * 1_000_000_000 + i * 10_000_000 + 12_345;
+                per_stack[((second * 100 + i) % 20) as usize].push((t, 1));
+            }
+            for (stack, list) in stacks_used.iter().zip(&per_stack) {
+                times.add(&mut stacks, stack, labels, list.len() as u64, list);
+            }
+            times.bound(&mut stacks);
+        }
+        assert_eq!(stacks.values().sum::<u64>(), 8_640_000);
+        assert!(stacks.len() <= TIMED_SAMPLES_MAX, "{}", stacks.len());
+        assert_eq!(times.resolution_ns, 10_000_000_000);
+        let names = ["worker".to_string()];
+        let window = WindowSamples {
+            stacks: &stacks,
+            names: &names,
+            wall: false,
+            period_ns: 10_000_000,
+            start_time_ns: start,
+            duration_ns: 86_400_000_000_000,
+            times,
+            process: ProcessIdentity {
+                pid: 4242,
+                kind: "server".to_string(),
+                command_line: "./server --port 8080".to_string(),
+            },
+        };
+        let bytes = gzip_stored(&encode(&window, &mut symbolizer, ""));
+        eprintln!(
+            "24 h at 100 Hz: {} samples, {} distinct, {} bytes",
+            8_640_000,
+            stacks.len(),
+            bytes.len()
+        );
+        assert!(bytes.len() < 16 << 20, "{} bytes", bytes.len());
+        if let Some(path) = std::env::var_os("CPUPROF_KEEP_PROJECTION") {
+            std::fs::write(path, &bytes).unwrap();
+        }
+        let profile = cpuprof_profile::proto::read(&bytes).unwrap();
+        let total: i64 = profile.samples.iter().map(|s| s.values[0]).sum();
+        assert_eq!(total, 8_640_000);
+    }
+
+    /// A drained stack whose count exceeds its recorded times (the time
+    /// records were full): the rest count without a time, and are counted
+    /// as such; times are rounded to the resolution in use.
+    #[test]
+    fn samples_without_a_recorded_time_still_count() {
+        let mut times = TimeKeeping::new(10_000_000);
+        let mut stacks = Stacks::default();
+        let stack: std::sync::Arc<[u64]> = vec![1, 2, 3].into();
+        let t = 1_700_000_000_000_000_000u64;
+        times.add(&mut stacks, &stack, 7, 5, &[(t + 1, 1), (t + 9_999_999, 1)]);
+        times.add(&mut stacks, &stack, 7, 2, &[(t + 10_000_001, 2)]);
+        assert_eq!(times.untimed, 3);
+        let mut seen: Vec<(u64, u64)> = stacks.iter().map(|(k, &c)| (k.time, c)).collect();
+        seen.sort();
+        assert_eq!(seen, [(0, 3), (t, 2), (t + 10_000_000, 2)]);
+        // Off: every sample without a time, none counted as lost.
+        let mut off = TimeKeeping::new(0);
+        let mut stacks = Stacks::default();
+        off.add(&mut stacks, &stack, 7, 4, &[]);
+        assert_eq!((off.untimed, stacks.len()), (0, 1));
     }
 }

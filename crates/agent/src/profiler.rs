@@ -15,7 +15,10 @@ use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::collector::{existing_sampler, sampler, SampleKey, Stacks};
+use crate::collector::{
+    coarsen_times, existing_sampler, round_time, round_times, sampler, SampleKey, Stacks,
+    TIMED_SAMPLES_MAX,
+};
 use crate::config::{ProfileFormat, Settings};
 use crate::modules::{self, LoadedObject};
 use crate::signal_path::{self, gettid, Sampler};
@@ -40,6 +43,11 @@ struct Session {
     start_time: libc::time_t,
     /// When the session started (ns since the epoch), for profile.proto.
     start_time_ns: u64,
+    /// The monotonic clock (ns) at `start_time_ns`: sample times are
+    /// taken on it and converted to the epoch at the drain.
+    start_monotonic_ns: u64,
+    /// Sample times kept (see [`TimeKeeping`]).
+    times: TimeKeeping,
     started: Instant,
     start_process_cpu_ns: u64,
     /// Samples drained from the stack tables so far.
@@ -90,6 +98,81 @@ pub(crate) struct Control {
     window: Option<Window>,
 }
 
+/// How the samples of a session or window keep their times.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TimeKeeping {
+    /// The resolution asked for (ns; 1: full, 0: no times).
+    pub(crate) asked_ns: u64,
+    /// The resolution in use: the one asked for, or coarser once the
+    /// samples outgrew [`TIMED_SAMPLES_MAX`].
+    pub(crate) resolution_ns: u64,
+    /// Samples whose time was lost (the handler found the table's time
+    /// records full): they count, with no time.
+    pub(crate) untimed: u64,
+}
+
+impl TimeKeeping {
+    pub(crate) fn new(asked_ns: u64) -> TimeKeeping {
+        TimeKeeping {
+            asked_ns,
+            resolution_ns: asked_ns,
+            untimed: 0,
+        }
+    }
+
+    /// Adds `count` samples of (`stack`, `labels`) to `stacks`, `times`
+    /// of them with their (epoch) time, the rest without.
+    pub(crate) fn add(
+        &mut self,
+        stacks: &mut Stacks,
+        stack: &std::sync::Arc<[u64]>,
+        labels: u64,
+        count: u64,
+        times: &[(u64, u64)],
+    ) {
+        let mut timed = 0u64;
+        if self.resolution_ns != 0 {
+            for &(time, weight) in times {
+                let weight = weight.min(count - timed);
+                if weight == 0 {
+                    break;
+                }
+                timed += weight;
+                let key = SampleKey {
+                    stack: stack.clone(),
+                    labels,
+                    time: round_time(time, self.resolution_ns),
+                };
+                *stacks.entry(key).or_insert(0) += weight;
+            }
+            self.untimed += count - timed;
+        }
+        if count > timed {
+            let key = SampleKey {
+                stack: stack.clone(),
+                labels,
+                time: 0,
+            };
+            *stacks.entry(key).or_insert(0) += count - timed;
+        }
+    }
+
+    /// Coarsens the times of `stacks` when there are too many samples.
+    pub(crate) fn bound(&mut self, stacks: &mut Stacks) {
+        coarsen_times(stacks, &mut self.resolution_ns, TIMED_SAMPLES_MAX);
+    }
+
+    /// Takes the resolution the handler merged samples at
+    /// ([`Sampler::time_bucket_ns`]) when coarser than ours, rounding
+    /// the samples kept so far to it.
+    fn follow(&mut self, stacks: &mut Stacks, bucket_ns: u64) {
+        if self.resolution_ns != 0 && bucket_ns > self.resolution_ns {
+            self.resolution_ns = bucket_ns;
+            round_times(stacks, bucket_ns);
+        }
+    }
+}
+
 /// Samples gathered for one HTTP profile request, alongside whatever
 /// session runs (see [`window_begin`]).
 struct Window {
@@ -97,6 +180,7 @@ struct Window {
     settings: Settings,
     started: Instant,
     start_time_ns: u64,
+    times: TimeKeeping,
 }
 
 /// What a closed window gathered.
@@ -113,6 +197,8 @@ pub(crate) struct WindowProfile {
     /// When the window opened (ns since the epoch) and how long it lasted.
     pub(crate) start_time_ns: u64,
     pub(crate) duration_ns: u64,
+    /// How its samples kept their times.
+    pub(crate) times: TimeKeeping,
 }
 
 /// The control lock. See the module doc for the lock order.
@@ -287,6 +373,26 @@ fn start_locked(
     // Samples carry their thread where the file has room for it.
     let labelled = settings.format == ProfileFormat::Pprof;
     sampler.label_threads.store(labelled, Ordering::Relaxed);
+    // And their time (gperftools' format has no room for it).
+    let time_resolution = if labelled {
+        settings.time_resolution_ns
+    } else {
+        0
+    };
+    // The start, read before any timer is armed: every sample's time is
+    // after it, and the duration counts from the same moment.
+    let (start_time_ns, start_monotonic_ns) = epoch_and_monotonic_ns();
+    let started = Instant::now();
+    sampler
+        .time_bucket_ns
+        .store(time_resolution.max(1), Ordering::Relaxed);
+    sampler.time_epoch_offset.store(
+        start_time_ns.wrapping_sub(start_monotonic_ns),
+        Ordering::Relaxed,
+    );
+    sampler
+        .record_times
+        .store(time_resolution != 0, Ordering::Release);
     sampler.wall_period_ns.store(
         if settings.realtime { period_ns } else { 0 },
         Ordering::Relaxed,
@@ -375,11 +481,10 @@ fn start_locked(
         clock,
         // SAFETY: time(NULL) is always safe.
         start_time: unsafe { libc::time(std::ptr::null_mut()) },
-        start_time_ns: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap_or_default()
-            .as_nanos() as u64,
-        started: Instant::now(),
+        start_time_ns,
+        start_monotonic_ns,
+        times: TimeKeeping::new(time_resolution),
+        started,
         start_process_cpu_ns: process_cpu_ns(),
         stacks: Stacks::default(),
         names: ThreadNames::default(),
@@ -410,26 +515,63 @@ fn end_internal_session(control: &mut Control) {
     }
 }
 
+/// The realtime clock (ns since the epoch) and the monotonic clock, read
+/// together.
+fn epoch_and_monotonic_ns() -> (u64, u64) {
+    let monotonic = signal_path::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+    let epoch = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .as_nanos() as u64;
+    (epoch, monotonic)
+}
+
 /// Moves the samples of the active table into the session, and into the
 /// window when one is open.
 fn drain_into(sampler: &Sampler, session: &mut Session, window: &mut Option<Window>) {
+    // The records drained were merged at the handler's resolution: ours
+    // becomes at least as coarse.
+    let bucket = sampler.time_bucket_ns.load(Ordering::Relaxed);
+    session.times.follow(&mut session.stacks, bucket);
+    if let Some(window) = window.as_mut() {
+        window.times.follow(&mut window.stacks, bucket);
+    }
     let names = &mut session.names;
     let stacks = &mut session.stacks;
+    let session_times = &mut session.times;
+    let (epoch, monotonic) = (session.start_time_ns, session.start_monotonic_ns);
+    let mut epoch_times: Vec<(u64, u64)> = Vec::new();
     names.begin_drain();
-    session.evictions += sampler.drain(&mut |mut stack, tag, count| {
-        threads::drop_own_frames(&mut stack);
-        if stack.is_empty() {
-            return;
-        }
-        let key = SampleKey {
-            stack,
-            labels: names.label(tag),
-        };
-        if let Some(window) = window.as_mut() {
-            *window.stacks.entry(key.clone()).or_insert(0) += count;
-        }
-        *stacks.entry(key).or_insert(0) += count;
-    });
+    session.evictions +=
+        sampler.drain(&mut |mut stack, tag, count, times| {
+            threads::drop_own_frames(&mut stack);
+            if stack.is_empty() {
+                return;
+            }
+            // Monotonic times to the epoch, on the clock of `time_nanos`.
+            epoch_times.clear();
+            epoch_times.extend(times.iter().map(|&(time, weight)| {
+                (epoch.saturating_add(time.saturating_sub(monotonic)), weight)
+            }));
+            let labels = names.label(tag);
+            let stack: std::sync::Arc<[u64]> = stack.into();
+            if let Some(window) = window.as_mut() {
+                window
+                    .times
+                    .add(&mut window.stacks, &stack, labels, count, &epoch_times);
+            }
+            session_times.add(stacks, &stack, labels, count, &epoch_times);
+        });
+    session.times.bound(&mut session.stacks);
+    if let Some(window) = window.as_mut() {
+        window.times.bound(&mut window.stacks);
+    }
+    // And the handler merges at ours once coarsened.
+    if session.times.resolution_ns > bucket {
+        sampler
+            .time_bucket_ns
+            .fetch_max(session.times.resolution_ns, Ordering::Relaxed);
+    }
 }
 
 /// Both tables: the active one and the one a handler may have filled
@@ -476,11 +618,17 @@ pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
     let since_epoch = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();
+    // The window's samples keep times as the session's do.
+    let times = control
+        .session
+        .as_ref()
+        .map_or(0, |s| s.times.resolution_ns);
     control.window = Some(Window {
         stacks: Stacks::default(),
         settings,
         started: Instant::now(),
         start_time_ns: since_epoch.as_nanos() as u64,
+        times: TimeKeeping::new(times),
     });
     Ok(frequency)
 }
@@ -508,6 +656,7 @@ pub(crate) fn window_end() -> Option<WindowProfile> {
         duration_ns: window.started.elapsed().as_nanos() as u64,
         start_time_ns: window.start_time_ns,
         stacks: window.stacks,
+        times: window.times,
     })
 }
 
@@ -590,7 +739,7 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
         summary.interrupts, summary.evictions, summary.bytes
     ));
     write_stderr(&format!(
-        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz{} with {}{}{}\n",
+        "PROFILE: samples/dropped/truncated = {}/{}/{} (table full {}, unwinder busy {}; depth limit {}, unwinding stopped {}, leaf only {}) at {} Hz{} with {}{}{}{}\n",
         summary.samples,
         summary.dropped,
         summary.truncated,
@@ -607,9 +756,29 @@ pub(crate) fn stop() -> Option<io::Result<SessionSummary>> {
             n => format!(", {n} signals ahead of the thread's CPU clock skipped"),
         },
         host_losses(&session),
+        time_note(&session.times),
     ));
     sampler.filter.store(0, Ordering::Release);
     Some(written.map(|_| summary))
+}
+
+/// The stop line's note on sample times: only when some were lost or the
+/// resolution was coarsened (see [`crate::pprof_proto::time_comments`]).
+fn time_note(times: &TimeKeeping) -> String {
+    let mut note = String::new();
+    if times.resolution_ns != times.asked_ns {
+        note.push_str(&format!(
+            "; times coarsened to {} to bound the profile",
+            crate::pprof_proto::duration_text(times.resolution_ns)
+        ));
+    }
+    if times.untimed > 0 {
+        note.push_str(&format!(
+            "; {} samples without a time (time records full)",
+            times.untimed
+        ));
+    }
+    note
 }
 
 /// Writes the profile of the running session with everything sampled so
@@ -819,6 +988,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
                 },
                 start_time_ns: session.start_time_ns,
                 duration_ns: session.started.elapsed().as_nanos() as u64,
+                times: session.times,
                 process: crate::pprof_proto::process_identity(),
             };
             crate::pprof_proto::gzip_stored(&crate::pprof_proto::encode(
@@ -902,7 +1072,7 @@ fn write_crash_file(sampler: &Sampler, session: &Session) {
         if count > 0 && !key.stack.is_empty() {
             file.word(count);
             file.word(key.stack.len() as u64);
-            for &pc in &key.stack {
+            for &pc in key.stack.iter() {
                 file.word(pc);
             }
         }
@@ -1650,6 +1820,18 @@ fn continue_in_child(
     session.stacks.clear();
     session.names = ThreadNames::default();
     session.started = Instant::now();
+    // The child's profile starts now: its samples' times count from here.
+    (session.start_time_ns, session.start_monotonic_ns) = epoch_and_monotonic_ns();
+    session.times = TimeKeeping::new(session.times.asked_ns);
+    sampler
+        .time_bucket_ns
+        .store(session.times.asked_ns.max(1), Ordering::Relaxed);
+    sampler.time_epoch_offset.store(
+        session
+            .start_time_ns
+            .wrapping_sub(session.start_monotonic_ns),
+        Ordering::Relaxed,
+    );
     session.evictions = 0;
     session.execs_in_progress = 0;
     session.path = format!("{}_{}", session.path, std::process::id());

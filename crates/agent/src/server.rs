@@ -583,6 +583,12 @@ fn run_window(server: &Server, job: ProfileJob) {
     if let Some(hz) = hz {
         settings.frequency = hz;
     }
+    if matches!(format, Format::Proto) {
+        // Sampled for profile.proto: each sample with its thread and
+        // time, as a pprof session's (when the window runs alongside the
+        // program's own session, that session's settings rule).
+        settings.format = crate::config::ProfileFormat::Pprof;
+    }
     match profiler::window_begin(settings) {
         Ok(_) => {}
         Err(WindowError::Busy) => {
@@ -624,6 +630,7 @@ fn run_window(server: &Server, job: ProfileJob) {
                 period_ns: window.period_ns,
                 start_time_ns: window.start_time_ns,
                 duration_ns: window.duration_ns,
+                times: window.times,
                 process: pprof_proto::process_identity(),
             };
             pprof_proto::gzip_stored(&pprof_proto::encode(&samples, &mut symbolizer, &main))

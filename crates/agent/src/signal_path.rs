@@ -17,8 +17,9 @@
 //!    allocate on first touch in a dlopen'd object). Modules come from an
 //!    immutable [`ModuleSnapshot`] built outside the handler.
 //! 4. **errno saved and restored**; the only system calls are `gettid`,
-//!    `getpid`, `clock_gettime` (the thread's CPU clock) and a futex wake
-//!    of the control thread.
+//!    `getpid`, `clock_gettime` (the thread's CPU clock, and the monotonic
+//!    clock for the sample's time: both through the vDSO) and a futex
+//!    wake of the control thread.
 //! 5. **No panic**: no indexing (only `get`), no `unwrap`, checked
 //!    arithmetic; framehop runs with `MustNotAllocateDuringUnwind`.
 //! 6. **Memory reads stay within the interrupted thread's stack**
@@ -150,6 +151,25 @@ impl Gate {
     }
 }
 
+/// How many of the last time records a sample's time may merge into.
+pub(crate) const MERGE_WINDOW: usize = 8;
+/// The most a time record's weight may reach before it takes no more.
+const MERGED_MAX: u64 = u32::MAX as u64 - 10_000;
+
+/// The next coarser time resolution: 1 ms from finer ones, then ten times
+/// the current one, up to [`COARSEST_RESOLUTION`].
+pub(crate) fn coarser_resolution(ns: u64) -> u64 {
+    if ns < 1_000_000 {
+        1_000_000
+    } else {
+        ns.saturating_mul(10).min(COARSEST_RESOLUTION)
+    }
+}
+
+/// The coarsest time resolution (about 28 hours): beyond it times say
+/// nothing.
+pub(crate) const COARSEST_RESOLUTION: u64 = 100_000_000_000_000;
+
 /// A hash table entry: a stack (in the table's PC pool) and its count.
 /// `hash` is 0 when empty, [`CLAIMED`] while its claimer writes it, and the
 /// stack's hash (always ≥ 2) once published.
@@ -174,6 +194,19 @@ pub(crate) struct StackTable {
     pub(crate) pcs: Box<[AtomicU64]>,
     pub(crate) pcs_used: AtomicUsize,
     pub(crate) occupied: AtomicUsize,
+    /// When each sample counted in `entries` was taken (sessions that keep
+    /// times, see [`Sampler::record_times`]): appended in order, emptied by
+    /// the drain. A sample that finds it full still counts, without a time
+    /// (the drain finds fewer timed weights than the entry's count).
+    pub(crate) times: Box<[TimeRecord]>,
+    pub(crate) times_used: AtomicUsize,
+}
+
+/// One sample's time: the monotonic clock in ns (0: none), and the entry
+/// it was counted on with its weight (`index << 32 | weight`).
+pub(crate) struct TimeRecord {
+    pub(crate) time: AtomicU64,
+    pub(crate) entry: AtomicU64,
 }
 
 /// Why a sample could not be recorded.
@@ -246,6 +279,74 @@ impl StackTable {
         self.occupied.fetch_add(1, Ordering::Relaxed);
         entry.hash.store(hash, Ordering::Release);
         Ok(())
+    }
+
+    /// Records the time (monotonic ns) of a sample counted on entry
+    /// `index`: added to one of the last [`MERGE_WINDOW`] records when it
+    /// is of the same entry and the same `bucket` (ns of epoch time, the
+    /// monotonic time plus `epoch_offset`: the drain rounds to the same
+    /// boundaries; 1: no merging), else appended. With `escalate` (no
+    /// control thread will drain the records before the end) every
+    /// sixteenth of the records used past half makes `bucket` coarser, so
+    /// that a long single-threaded run keeps its times, coarser. False
+    /// when the records are full (the sample counts, without a time).
+    pub(crate) fn note_time(
+        &self,
+        index: usize,
+        weight: u64,
+        time: u64,
+        bucket: &AtomicU64,
+        epoch_offset: u64,
+        escalate: bool,
+    ) -> bool {
+        let size = bucket.load(Ordering::Relaxed).max(1);
+        let weight = weight.min(MAX_WEIGHT);
+        let index = index as u64;
+        if size > 1 {
+            let epoch_bucket = time.wrapping_add(epoch_offset) / size;
+            let used = self
+                .times_used
+                .load(Ordering::Relaxed)
+                .min(self.times.len());
+            for slot in (used.saturating_sub(MERGE_WINDOW)..used).rev() {
+                let Some(record) = self.times.get(slot) else {
+                    break;
+                };
+                let entry = record.entry.load(Ordering::Relaxed);
+                let same_bucket = record
+                    .time
+                    .load(Ordering::Relaxed)
+                    .wrapping_add(epoch_offset)
+                    / size
+                    == epoch_bucket;
+                if entry >> 32 == index && entry & 0xffff_ffff <= MERGED_MAX && same_bucket {
+                    record.entry.fetch_add(weight, Ordering::Relaxed);
+                    return true;
+                }
+            }
+        }
+        let slot = self.times_used.fetch_add(1, Ordering::Relaxed);
+        let Some(record) = self.times.get(slot) else {
+            return false;
+        };
+        record.time.store(time, Ordering::Relaxed);
+        record.entry.store(index << 32 | weight, Ordering::Relaxed);
+        let half = self.times.len() / 2;
+        let step = (self.times.len() / 16).max(1);
+        if escalate && slot >= half && (slot - half) % step == 0 {
+            let _ = bucket.compare_exchange(
+                size,
+                coarser_resolution(size),
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+        }
+        true
+    }
+
+    /// True when the time records are at least half used.
+    pub(crate) fn times_half_used(&self) -> bool {
+        self.times_used.load(Ordering::Relaxed) >= self.times.len() / 2
     }
 
     fn stored_equals(&self, entry: &Entry, stack: &[u64]) -> bool {
@@ -377,6 +478,16 @@ pub(crate) struct Sampler {
     /// True when samples carry their thread ([`sample_tag`]): the table
     /// key then includes the tid (profile.proto sessions).
     pub(crate) label_threads: AtomicBool,
+    /// True when the session keeps every sample's time (profile.proto
+    /// sessions with timestamps on): each table's time records are filled.
+    pub(crate) record_times: AtomicBool,
+    /// The time resolution (ns) samples merge at in the time records
+    /// ([`StackTable::note_time`]): the session's, made coarser by the
+    /// handler when no control thread drains and the records fill up.
+    pub(crate) time_bucket_ns: AtomicU64,
+    /// Epoch minus monotonic time at the session's start (wrapping), so
+    /// that buckets fall on the epoch boundaries the drain rounds to.
+    pub(crate) time_epoch_offset: AtomicU64,
     /// Wall-clock mode: the sampling period in ns, so the handler can tell
     /// a running thread from a waiting one by its CPU clock (0 otherwise).
     pub(crate) wall_period_ns: AtomicU64,
@@ -414,7 +525,8 @@ impl Sampler {
             return;
         };
         let half_full = table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
-            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2;
+            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
+            || table.times_half_used();
         if half_full && other.occupied.load(Ordering::Acquire) == 0 {
             let _ = self.active_table.compare_exchange(
                 active,
@@ -595,6 +707,16 @@ pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
     )
 }
 
+/// The time of a sample (the monotonic clock, ns) when the session keeps
+/// times, None otherwise (or if the clock cannot be read).
+/// Async-signal-safe: `clock_gettime` through the vDSO.
+fn sample_time(sampler: &Sampler) -> Option<u64> {
+    if !sampler.record_times.load(Ordering::Relaxed) {
+        return None;
+    }
+    clock_ns(libc::CLOCK_MONOTONIC).filter(|&t| t != 0)
+}
+
 /// The calling thread's CPU time in ns (async-signal-safe).
 pub(crate) fn thread_cpu_ns() -> Option<u64> {
     clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
@@ -733,14 +855,29 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
         stats.dropped_busy.fetch_add(1, Ordering::Relaxed);
         return;
     };
+    // The moment of the interrupt, before the unwinding's few µs.
+    let time = sample_time(sampler);
     let mut stack = [0u64; MAX_DEPTH];
     let depth = capture_stack(sampler, me, ucontext, &mut stack);
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
-        let full = match table.map(|t| t.record(captured, tag, weight)) {
-            Some(Ok((index, hash))) => {
+        let mut times_full = false;
+        let full = match table.map(|t| (t, t.record(captured, tag, weight))) {
+            Some((table, Ok((index, hash)))) => {
                 stats.samples.fetch_add(weight, Ordering::Relaxed);
+                if let Some(time) = time {
+                    // When full, the sample counts without a time (the
+                    // drain tells them apart: count minus timed weights).
+                    times_full = !table.note_time(
+                        index,
+                        weight,
+                        time,
+                        &sampler.time_bucket_ns,
+                        sampler.time_epoch_offset.load(Ordering::Relaxed),
+                        !crate::profiler::has_control_thread(),
+                    );
+                }
                 if let Some(slot) = me.slot {
                     slot.last_entry
                         .store(last_entry(active, index), Ordering::Relaxed);
@@ -748,18 +885,24 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
                 }
                 false
             }
-            Some(Err(Dropped::TableFull)) | None => {
+            Some((_, Err(Dropped::TableFull))) | None => {
                 stats.dropped_full.fetch_add(weight, Ordering::Relaxed);
                 true
             }
         };
         if crate::profiler::has_control_thread() {
-            // Woken when a table is full or half full; without a control
-            // thread the handler moves to the other table itself when the
-            // active one is half full and the other empty, and a wake
-            // (a system call) would wake no one.
+            // Woken when a table (or its time records) is full or half
+            // full; without a control thread the handler moves to the
+            // other table itself when the active one is half full and the
+            // other empty, and a wake (a system call) would wake no one.
             let occupied = table.map_or(0, |t| t.occupied.load(Ordering::Relaxed));
-            if full || occupied == sampler.tables[0].entries.len() / 2 {
+            let times_used = table.map_or(0, |t| t.times_used.load(Ordering::Relaxed));
+            let half = |n: usize| n / 2;
+            if full
+                || times_full
+                || occupied == half(sampler.tables[0].entries.len())
+                || (time.is_some() && times_used == half(sampler.tables[0].times.len()) + 1)
+            {
                 sampler.wake_control();
             }
         } else {
@@ -795,6 +938,19 @@ pub(crate) fn repeat_waiting_sample(sampler: &Sampler, slot: &ThreadSlot, weight
             if entry.hash.load(Ordering::Acquire) == hash && waiting {
                 entry.count.fetch_add(weight, Ordering::Relaxed);
                 sampler.stats.samples.fetch_add(weight, Ordering::Relaxed);
+                if let (Some(time), Some(table)) =
+                    (sample_time(sampler), sampler.tables.get(active))
+                {
+                    // When full, counted without a time (see take_sample).
+                    let _ = table.note_time(
+                        (last & 0xffff_ffff) as usize,
+                        weight,
+                        time,
+                        &sampler.time_bucket_ns,
+                        sampler.time_epoch_offset.load(Ordering::Relaxed),
+                        false,
+                    );
+                }
                 repeated = true;
             }
         }
@@ -931,6 +1087,58 @@ fn acquire_cache(sampler: &Sampler, tid: i32) -> Option<&CacheSlot> {
 #[cfg(test)]
 mod tests {
     use super::cpu_periods;
+    use super::*;
+
+    /// A single-threaded run with no control thread: 1,000 Hz for an hour
+    /// on five stacks taking turns fills one table's time records. At full
+    /// resolution nothing merges until the records are half used; then
+    /// each sixteenth more makes the bucket coarser, samples merge into
+    /// the last records of their entry, and the hour fits: every sample
+    /// keeps a time (the weights add up to the count).
+    #[test]
+    fn time_records_coarsen_instead_of_filling_up() {
+        let table = crate::collector::new_table();
+        let bucket = AtomicU64::new(1);
+        let offset = 1_700_000_000_000_000_000u64;
+        let samples = 3_600_000u64;
+        let mut kept = 0;
+        for i in 0..samples {
+            let time = 5_000_000_000 + i * 1_000_000;
+            if table.note_time((i % 5) as usize, 1, time, &bucket, offset, true) {
+                kept += 1;
+            }
+        }
+        assert_eq!(kept, samples, "a sample lost its time");
+        let used = table.times_used.load(Ordering::Relaxed);
+        assert!(used < table.times.len(), "{used} records used");
+        let weights: u64 = table.times[..used]
+            .iter()
+            .map(|r| r.entry.load(Ordering::Relaxed) & 0xffff_ffff)
+            .sum();
+        assert_eq!(weights, samples);
+        let size = bucket.load(Ordering::Relaxed);
+        assert!(size >= 1_000_000_000, "bucket {size} ns");
+        // A merged record's samples share its (epoch) bucket.
+        let last = &table.times[used - 1];
+        assert_eq!(
+            last.time.load(Ordering::Relaxed) / 1_000_000 % 5,
+            (last.entry.load(Ordering::Relaxed) >> 32) % 5
+        );
+    }
+
+    /// With a control thread (no escalation) and full resolution, each
+    /// sample has its own record, and a full array refuses the rest.
+    #[test]
+    fn full_time_records_refuse_without_escalation() {
+        let table = crate::collector::new_table();
+        let bucket = AtomicU64::new(1);
+        let n = table.times.len() as u64;
+        let kept = (0..n + 10)
+            .filter(|&i| table.note_time(0, 1, 1 + i, &bucket, 0, false))
+            .count() as u64;
+        assert_eq!(kept, n);
+        assert_eq!(bucket.load(Ordering::Relaxed), 1);
+    }
 
     /// Signals at every period of task-clock time while the thread's CPU
     /// clock advances `cpu_per_tick(i)` ns between signals (less under steal, with

@@ -19,9 +19,9 @@ pub(crate) fn encode(
     maps: &str,
     maps_seen: &[String],
 ) -> Vec<u8> {
-    let mut stacks: FxHashMap<&Vec<u64>, u64> = FxHashMap::default();
+    let mut stacks: FxHashMap<&[u64], u64> = FxHashMap::default();
     for (key, &count) in samples {
-        *stacks.entry(&key.stack).or_insert(0) += count;
+        *stacks.entry(&key.stack[..]).or_insert(0) += count;
     }
     let words: usize = stacks.keys().map(|s| s.len() + 2).sum();
     let mut out = Vec::with_capacity((words + 8) * 8 + maps.len());
@@ -30,7 +30,7 @@ pub(crate) fn encode(
         put(&mut out, slot);
     }
     // Heaviest stacks first, then by PCs: deterministic output.
-    let mut records: Vec<(&Vec<u64>, u64)> = stacks.iter().map(|(s, &c)| (*s, c)).collect();
+    let mut records: Vec<(&[u64], u64)> = stacks.iter().map(|(s, &c)| (*s, c)).collect();
     records.sort_unstable_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
     for (stack, count) in records {
         if stack.is_empty() || count == 0 {
@@ -239,15 +239,17 @@ mod tests {
         let mut stacks = Stacks::default();
         stacks.insert(
             SampleKey {
-                stack: vec![0x1000, 0x2000],
+                stack: vec![0x1000, 0x2000].into(),
                 labels: 7,
+                time: 0,
             },
             1,
         );
         stacks.insert(
             SampleKey {
-                stack: vec![0x1000, 0x2000],
+                stack: vec![0x1000, 0x2000].into(),
                 labels: 9,
+                time: 1_700_000_000_000_000_000,
             },
             2,
         );

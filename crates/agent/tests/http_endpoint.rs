@@ -266,6 +266,24 @@ fn window_sample_count_matches_cpu_time() {
     let profile = cpuprof_profile::proto::read(&reply.body).unwrap();
     assert_eq!(profile.period, 2_000_000);
     assert_within_10_percent(samples_of(&profile), used, 500, "proto window at hz=500");
+    // Each sample with its time, within the window (issue 21).
+    let (start, end) = (
+        profile.time_nanos,
+        profile.time_nanos + profile.duration_nanos,
+    );
+    for sample in &profile.samples {
+        let time = sample.labels.iter().find(|l| l.key == "timestamp_ns");
+        match time.map(|l| &l.value) {
+            Some(cpuprof_profile::LabelValue::Num { value, unit }) => {
+                assert_eq!(unit, "nanoseconds");
+                assert!(
+                    (start..=end).contains(value),
+                    "{value} outside [{start}, {end}]"
+                );
+            }
+            other => panic!("a window sample without timestamp_ns: {other:?}"),
+        }
+    }
 }
 
 /// Parca's and Pyroscope's pull mode send exactly this: `GET

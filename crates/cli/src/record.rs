@@ -1,9 +1,12 @@
-//! `cpuprof record [-F HZ] [-o FILE] [--realtime] [--format F] -- CMD
-//! [ARGS...]`: runs a command under the agent (`libcpuprof.so`, found
-//! beside the `cpuprof` binary, through `LD_PRELOAD` and `CPUPROFILE`) and
-//! prints the top of the report when it ends. The profile is pprof's
-//! profile.proto by default (`CPUPROFILE_FORMAT=pprof`: samples labelled
-//! with their thread), gperftools' format with `--format gperftools`.
+//! `cpuprof record [-F HZ] [-o FILE] [--realtime] [--format F]
+//! [--time-resolution RES] -- CMD [ARGS...]`: runs a command under the
+//! agent (`libcpuprof.so`, found beside the `cpuprof` binary, through
+//! `LD_PRELOAD` and `CPUPROFILE`) and prints the top of the report when it
+//! ends. The profile is pprof's profile.proto by default
+//! (`CPUPROFILE_FORMAT=pprof`: samples labelled with their thread and
+//! their time, `timestamp_ns`, at the resolution `--time-resolution` sets
+//! through `CPUPROFILE_TIME_RESOLUTION`), gperftools' format with
+//! `--format gperftools`.
 
 use std::ffi::OsString;
 use std::io::{self, Write};
@@ -21,6 +24,7 @@ Examples:
   cpuprof record -F 1000 -o prog.prof -- ./prog
   cpuprof record --realtime -- ./server   (wall-clock time of every thread, running or waiting)
   cpuprof record --format gperftools -- ./prog   (gperftools' format, for older tools)
+  cpuprof record --time-resolution 10ms -- ./server   (sample times rounded to 10 ms: a smaller file)
 
 Processes the command forks or execs are profiled too, each into FILE_<pid>;
 when there are several, record lists them with each one's pid and kind
@@ -43,12 +47,29 @@ pub struct Args {
     #[arg(long, value_name = "FORMAT", default_value = "pprof",
           value_parser = ["pprof", "gperftools"])]
     pub format: String,
+    /// Each sample's time (label timestamp_ns) rounded down to RES (10ms,
+    /// 1s, ...), so samples of one stack and thread within RES merge into
+    /// one: a smaller file; `full` keeps times as taken, `off` writes none.
+    /// Long runs coarsen further as they go. profile.proto only.
+    #[arg(long, value_name = "RES", default_value = "full",
+          value_parser = parse_time_resolution)]
+    pub time_resolution: String,
     /// Rows of the report to print (0: none).
     #[arg(long, value_name = "N", default_value_t = 20)]
     pub nodecount: usize,
     /// The command to profile and its arguments.
     #[arg(required = true, last = true, value_name = "CMD")]
     pub command: Vec<OsString>,
+}
+
+/// Checks a `--time-resolution` value as the agent will read it.
+fn parse_time_resolution(value: &str) -> Result<String, String> {
+    match cpuprof::config::parse_time_resolution(value) {
+        Some(_) => Ok(value.trim().to_string()),
+        None => Err(format!(
+            "{value:?} is not a duration with its unit (10ms, 1s, 500us), full or off"
+        )),
+    }
 }
 
 /// Runs `cpuprof record`; returns the command's exit status (128 + signal
@@ -82,6 +103,7 @@ pub fn run(args: Args) -> Result<i32> {
         .env("CPUPROFILE", &output)
         .env("CPUPROFILE_FREQUENCY", args.frequency.to_string())
         .env("CPUPROFILE_FORMAT", &args.format)
+        .env("CPUPROFILE_TIME_RESOLUTION", &args.time_resolution)
         // The command's own process writes FILE; only its children add _<pid>.
         .env_remove("CPUPROFILE_USE_PID");
     if args.realtime {
