@@ -232,3 +232,56 @@ fn http_with_an_output_option_is_an_error() {
         assert!(stderr.contains("--http"), "{extra:?}: {stderr}");
     }
 }
+
+#[test]
+fn the_download_menu_offers_speedscope_of_the_current_view() {
+    let Some(server) = server() else { return };
+    let (status, page) = server.get("/ui/top");
+    assert_eq!(status, 200);
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains("data-download=\"/ui/download/speedscope\""),
+        "the Download menu has a speedscope entry"
+    );
+    // The whole profile: the bytes of `cpuprof convert --to speedscope`.
+    let (status, whole) = server.get("/ui/download/speedscope");
+    assert_eq!(status, 200);
+    let spin = spin().unwrap();
+    let dir = cpuprof_testkit::TempDir::new().unwrap();
+    let out = dir.path().join("spin.speedscope.json");
+    cpuprof_testkit::run_ok(
+        std::process::Command::new(common::cpuprof_binary())
+            .args(["convert", "--to", "speedscope", "-o"])
+            .arg(&out)
+            .arg(&spin.binary)
+            .arg(&spin.profile),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        String::from_utf8_lossy(&std::fs::read(&out).unwrap()),
+        "the web UI's download is convert's file"
+    );
+    // Focused on burn_b: every sample has burn_b, and less weight.
+    let (status, focused) = server.get("/ui/download/speedscope?f=burn_b");
+    assert_eq!(status, 200);
+    let weight = |file: &serde_json::Value| -> i64 {
+        file["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["weights"].as_array().unwrap())
+            .map(|w| w.as_i64().unwrap())
+            .sum()
+    };
+    let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+    let focused: serde_json::Value = serde_json::from_slice(&focused).unwrap();
+    let frames = focused["shared"]["frames"].as_array().unwrap();
+    let burn_b = frames.iter().position(|f| f["name"] == "burn_b").unwrap() as u64;
+    for profile in focused["profiles"].as_array().unwrap() {
+        for stack in profile["samples"].as_array().unwrap() {
+            assert!(stack.as_array().unwrap().contains(&burn_b.into()));
+        }
+    }
+    assert!(0 < weight(&focused) && weight(&focused) < weight(&whole));
+    assert_eq!(server.get("/ui/download/speedscope?f=(").0, 400);
+}

@@ -10,7 +10,8 @@ For each file: "schema_errors" (the validator's messages), "title" (the
 profile name the toolbar shows), "profiles" (the names the profile selector
 lists), "error" (speedscope's error text, if it shows one), "problems"
 (console errors, page errors, failed requests, HTTP errors) and
-"screenshot". The page carries no test hooks: everything is read from
+"screenshot" (named after the file; another with the selector open).
+The page carries no test hooks: everything is read from
 the DOM as a user would see it.
 """
 import functools
@@ -90,7 +91,8 @@ with sync_playwright() as pw:
             "s => /\\(\\d+\\/\\d+\\)$/.test(s.textContent.trim())); "
             "return t ? t.textContent.trim() : null; }")
         seen['body'] = text[:500]
-        shot = os.path.join(SHOTS, 'speedscope-%d.png' % i)
+        stem = 'speedscope-' + os.path.basename(path).split('.')[0]
+        shot = os.path.join(SHOTS, stem + '.png')
         page.screenshot(path=shot)
         seen['screenshot'] = shot
         # The profile selector: a click on the title opens the list of
@@ -103,7 +105,7 @@ with sync_playwright() as pw:
             seen['profiles'] = page.eval_on_selector_all(
                 'tr[title]', 'rs => rs.filter(r => r.offsetParent !== null)'
                 '.map(r => r.getAttribute("title"))')
-            page.screenshot(path=os.path.join(SHOTS, 'speedscope-%d-profiles.png' % i))
+            page.screenshot(path=os.path.join(SHOTS, stem + '-profiles.png'))
         results.append(seen)
         context.close()
     browser.close()
