@@ -23,9 +23,11 @@
 //!   and those below 0 (a diff's) too, with a note.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::io::{self, Write};
 
 use cpuprof_profile::{LabelValue, Sample};
+use rustc_hash::FxHashMap;
 
 use crate::escape::push_json_string;
 use crate::stacks::{FrameId, Stacks};
@@ -52,8 +54,9 @@ struct Thread {
     /// The time of the sample that gave `name`.
     named_at: Option<i64>,
     process: Option<String>,
-    /// (time, position in the profile, stack root first, weight).
-    samples: Vec<(Option<i64>, usize, Vec<u32>, i64)>,
+    /// (time, position in the profile, stack (an index into the distinct
+    /// stacks), weight).
+    samples: Vec<(Option<i64>, usize, u32, i64)>,
     total: i64,
 }
 
@@ -102,6 +105,9 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
     let mut frame_index: Vec<Option<u32>> = vec![None; stacks.frames.len()];
     let mut used: Vec<FrameId> = Vec::new();
     let mut frames = Vec::with_capacity(256);
+    let mut stack: Vec<u32> = Vec::with_capacity(256);
+    let mut stack_ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    let mut stacks_by_id: Vec<Vec<u32>> = Vec::new();
     let (mut timed, mut untimed, mut negative) = (0usize, 0usize, 0usize);
     for i in 0..stacks.len() {
         let value = stacks.expand(i, &mut frames);
@@ -130,16 +136,23 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
                 None
             },
         };
-        let stack: Vec<u32> = frames
-            .iter()
-            .rev()
-            .map(|&f| {
-                *frame_index[f.index()].get_or_insert_with(|| {
-                    used.push(f);
-                    (used.len() - 1) as u32
-                })
+        // Distinct stacks are kept once (a long recording repeats them).
+        stack.clear();
+        stack.extend(frames.iter().rev().map(|&f| {
+            *frame_index[f.index()].get_or_insert_with(|| {
+                used.push(f);
+                (used.len() - 1) as u32
             })
-            .collect();
+        }));
+        let stack_id = match stack_ids.get(stack.as_slice()) {
+            Some(&id) => id,
+            None => {
+                let id = stacks_by_id.len() as u32;
+                stacks_by_id.push(stack.clone());
+                stack_ids.insert(stack.clone(), id);
+                id
+            }
+        };
         let thread = threads.entry(key).or_default();
         // The name the thread had last (perf.data names samples by the
         // thread's name at the time; a thread renames itself early).
@@ -157,7 +170,7 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
             thread.process = label(sample, &["comm"]).and_then(text);
         }
         thread.total = thread.total.saturating_add(value);
-        thread.samples.push((time, i, stack, value));
+        thread.samples.push((time, i, stack_id, value));
     }
 
     let mut notes = Vec::new();
@@ -256,16 +269,16 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
             ",\"unit\":\"{unit}\",\"startValue\":0,\"endValue\":{},\"samples\":[",
             thread.total
         ));
-        for (m, (_, _, stack, _)) in thread.samples.iter().enumerate() {
+        for (m, &(_, _, stack, _)) in thread.samples.iter().enumerate() {
             if m > 0 {
                 s.push(',');
             }
             s.push('[');
-            for (k, f) in stack.iter().enumerate() {
+            for (k, f) in stacks_by_id[stack as usize].iter().enumerate() {
                 if k > 0 {
                     s.push(',');
                 }
-                s.push_str(&f.to_string());
+                let _ = write!(s, "{f}");
             }
             s.push(']');
             if s.len() > 1 << 16 {
@@ -278,7 +291,7 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
             if m > 0 {
                 s.push(',');
             }
-            s.push_str(&weight.to_string());
+            let _ = write!(s, "{weight}");
             if s.len() > 1 << 16 {
                 out.write_all(s.as_bytes())?;
                 s.clear();
