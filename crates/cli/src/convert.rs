@@ -25,7 +25,8 @@ Examples:
   cpuprof convert ./prog gmon.out -o prog.folded --to collapsed
   cpuprof convert a.prof b.prof -o sum.prof --to gperftools
   cpuprof convert prog.pb.gz -o dcpidb --to dcpi
-  cpuprof convert ./prog prog.prof -o callgrind.out.prog --to callgrind")]
+  cpuprof convert ./prog prog.prof -o callgrind.out.prog --to callgrind
+  cpuprof convert prog.data -o prog.speedscope.json --to speedscope")]
 pub struct Args {
     /// The format to write.
     #[arg(long, value_enum)]
@@ -37,7 +38,7 @@ pub struct Args {
     /// Subtract this profile from the sum of the inputs.
     #[arg(long, value_name = "FILE")]
     pub base: Option<PathBuf>,
-    /// For --to collapsed and callgrind: which sample value (index or type
+    /// For --to collapsed, callgrind and speedscope: which sample value (index or type
     /// name).
     #[arg(long = "sample_index", alias = "sample-index", value_name = "N|NAME")]
     pub sample_index: Option<String>,
@@ -45,7 +46,7 @@ pub struct Args {
     #[arg(long, value_name = "EPOCH")]
     pub epoch: Option<String>,
     /// Do not symbolize before writing formats that hold names (pprof,
-    /// collapsed).
+    /// collapsed, callgrind, speedscope).
     #[arg(long = "no-symbolize")]
     pub no_symbolize: bool,
     /// Profiles, and ELF executables they belong to.
@@ -69,6 +70,9 @@ pub enum Target {
     /// Callgrind format (KCachegrind, callgrind_annotate): the same bytes
     /// as `cpuprof report --callgrind` of the same inputs.
     Callgrind,
+    /// speedscope's JSON: one sampled profile per thread, in time order
+    /// (the samples' `timestamp_ns` labels).
+    Speedscope,
 }
 
 /// Runs `cpuprof convert`.
@@ -77,7 +81,7 @@ pub fn run(args: Args) -> Result<i32> {
     let symbolize = !args.no_symbolize
         && matches!(
             args.to,
-            Target::Pprof | Target::Collapsed | Target::Callgrind
+            Target::Pprof | Target::Collapsed | Target::Callgrind | Target::Speedscope
         );
     let options = cpuprof_symbolize::Options {
         binaries: binaries.clone(),
@@ -146,6 +150,26 @@ fn write(
                 &mut f, binaries, symbolizer, &stacks, &options,
             )?;
             f.flush()?;
+        }
+        Target::Speedscope => {
+            let index = sample_index(profile, args.sample_index.as_deref())?;
+            notes.extend(other_sample_types(
+                profile,
+                index,
+                "speedscope holds one value per sample",
+            ));
+            let options = cpuprof_report::Options {
+                sample_index: Some(index),
+                ..cpuprof_report::Options::default()
+            };
+            let stacks = cpuprof_report::Stacks::build(profile, &options);
+            let program = cpuprof_driver::session::program_name(binaries, profile);
+            let mut f = create(out)?;
+            let said = cpuprof_report::output::speedscope::write(&mut f, &stacks, &program)?;
+            f.flush()?;
+            for note in said {
+                eprintln!("cpuprof: convert: note: {note}");
+            }
         }
         Target::Gmon => {
             let (linked, other_objects) = executable_at_link_time(profile, symbolizer)?;
@@ -342,22 +366,27 @@ fn gperftools_losses(p: &Profile) -> Vec<String> {
     notes
 }
 
+/// The sample types of `p` other than `index`, dropped by a format that
+/// holds one value (`why` says so).
+fn other_sample_types(p: &Profile, index: usize, why: &str) -> Option<String> {
+    let others: Vec<String> = p
+        .sample_types
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != index)
+        .map(|(_, t)| format!("{}/{}", t.kind, t.unit))
+        .collect();
+    (!others.is_empty()).then(|| format!("sample types {} ({why})", others.join(", ")))
+}
+
 /// What collapsed stacks cannot hold of `profile` at `index`.
 fn collapsed_losses(p: &Profile, index: usize) -> Vec<String> {
     let mut notes = Vec::new();
-    if p.sample_types.len() > 1 {
-        let others: Vec<String> = p
-            .sample_types
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| *i != index)
-            .map(|(_, t)| format!("{}/{}", t.kind, t.unit))
-            .collect();
-        notes.push(format!(
-            "sample types {} (collapsed stacks hold one value)",
-            others.join(", ")
-        ));
-    }
+    notes.extend(other_sample_types(
+        p,
+        index,
+        "collapsed stacks hold one value",
+    ));
     if p.locations.iter().any(|l| !l.lines.is_empty()) {
         notes.push(
             "addresses, files and line numbers of symbolized frames (collapsed stacks hold names)"

@@ -382,6 +382,19 @@ impl Session {
             &options.tags,
         ))
     }
+
+    /// Writes the speedscope file of the samples `config` keeps (its
+    /// filters, sample type and granularity): one profile per thread, in
+    /// time order. Returns the notes (samples without times, samples left
+    /// out).
+    pub fn write_speedscope(&self, config: &Config, out: &mut dyn Write) -> Result<Vec<String>> {
+        let options = config.report_options(&self.profile)?;
+        let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
+        let name = self.program_name();
+        Ok(cpuprof_report::output::speedscope::write(
+            out, &stacks, &name,
+        )?)
+    }
 }
 
 /// The URL `input` names, when it is not a file and reads as one.

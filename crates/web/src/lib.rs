@@ -2,7 +2,8 @@
 //!
 //! A [`Server`] serves one loaded [`Session`] to a browser. Every page is a
 //! view of the session under `/ui/` (Go pprof's routes: `top`, `graph`,
-//! `flamegraph`, `peek`, `source`, `disasm`, `download`), and its query
+//! `flamegraph`, `peek`, `source`, `disasm`, `download`, and
+//! `download/speedscope` for speedscope's format), and its query
 //! string carries every setting by the URL names of the driver's settings
 //! table ([`cpuprof_driver::settings::SETTINGS`]), so the state lives in
 //! the URL: views are shareable, the back button works, and the server

@@ -118,6 +118,7 @@ impl App {
                 | "/ui/assets/ui.css"
                 | "/ui/flamegraph/frame"
                 | "/ui/download"
+                | "/ui/download/speedscope"
         ) || VIEWS
             .iter()
             .any(|(v, _)| path.strip_prefix("/ui/") == Some(v));
@@ -148,6 +149,7 @@ impl App {
                 let view = path.strip_prefix("/ui/").unwrap_or(path);
                 match view {
                     "download" => self.download(&config),
+                    "download/speedscope" => self.download_speedscope(&config),
                     "flamegraph/frame" => match self.report(
                         if icicle(query) { "icicle" } else { "flame" },
                         None,
@@ -223,6 +225,24 @@ impl App {
                 r.headers.push((
                     "Content-Disposition",
                     "attachment; filename=\"profile.pb.gz\"".to_string(),
+                ));
+                r
+            }
+            Err(e) => Response::text(500, format!("{e}\n")),
+        }
+    }
+
+    /// The current profile (the samples the URL's filters keep, at its
+    /// sample type and granularity) as speedscope's JSON, one profile per
+    /// thread.
+    fn download_speedscope(&self, config: &Config) -> Response {
+        let mut out = Vec::new();
+        match self.session.write_speedscope(config, &mut out) {
+            Ok(_) => {
+                let mut r = Response::new(200, "application/json", out);
+                r.headers.push((
+                    "Content-Disposition",
+                    "attachment; filename=\"profile.speedscope.json\"".to_string(),
                 ));
                 r
             }
@@ -449,7 +469,12 @@ impl App {
              <div id=\"saved\"></div></div></details>",
         );
         html.push_str(
-            "<a id=\"download\" href=\"/ui/download\" download=\"profile.pb.gz\">Download</a>",
+            "<details class=\"menu\" id=\"downloads\"><summary>Download</summary><div role=\"menu\">\
+             <a role=\"menuitem\" id=\"download\" data-download=\"/ui/download\" href=\"/ui/download\" \
+             download=\"profile.pb.gz\">profile.proto (pprof)</a>\
+             <a role=\"menuitem\" data-download=\"/ui/download/speedscope\" \
+             href=\"/ui/download/speedscope\" download=\"profile.speedscope.json\">speedscope \
+             (one profile per thread, in time order)</a></div></details>",
         );
         html.push_str("</nav>\n<div class=\"controls\">");
         let types = &profile.sample_types;

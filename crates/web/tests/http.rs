@@ -1,7 +1,8 @@
 //! The web UI's HTTP behaviour, on a real `cpuprof report --http` process
 //! over a profile of spin: DNS rebinding refused, unknown routes, the
 //! source view's files, methods and origins, sizes, and load (200
-//! concurrent requests, all answered, memory flat afterwards).
+//! concurrent requests, all answered, memory flat afterwards); the
+//! downloads, and the Download menu in Chromium.
 
 mod common;
 
@@ -231,4 +232,134 @@ fn http_with_an_output_option_is_an_error() {
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(stderr.contains("--http"), "{extra:?}: {stderr}");
     }
+}
+
+#[test]
+fn the_download_menu_offers_speedscope_of_the_current_view() {
+    let Some(server) = server() else { return };
+    let (status, page) = server.get("/ui/top");
+    assert_eq!(status, 200);
+    let page = String::from_utf8_lossy(&page);
+    assert!(
+        page.contains("data-download=\"/ui/download/speedscope\""),
+        "the Download menu has a speedscope entry"
+    );
+    // The whole profile: the bytes of `cpuprof convert --to speedscope`.
+    let (status, whole) = server.get("/ui/download/speedscope");
+    assert_eq!(status, 200);
+    let spin = spin().unwrap();
+    let dir = cpuprof_testkit::TempDir::new().unwrap();
+    let out = dir.path().join("spin.speedscope.json");
+    cpuprof_testkit::run_ok(
+        std::process::Command::new(common::cpuprof_binary())
+            .args(["convert", "--to", "speedscope", "-o"])
+            .arg(&out)
+            .arg(&spin.binary)
+            .arg(&spin.profile),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&whole),
+        String::from_utf8_lossy(&std::fs::read(&out).unwrap()),
+        "the web UI's download is convert's file"
+    );
+    // Focused on burn_b: every sample has burn_b, and less weight.
+    let (status, focused) = server.get("/ui/download/speedscope?f=burn_b");
+    assert_eq!(status, 200);
+    let weight = |file: &serde_json::Value| -> i64 {
+        file["profiles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|p| p["weights"].as_array().unwrap())
+            .map(|w| w.as_i64().unwrap())
+            .sum()
+    };
+    let whole: serde_json::Value = serde_json::from_slice(&whole).unwrap();
+    let focused: serde_json::Value = serde_json::from_slice(&focused).unwrap();
+    let frames = focused["shared"]["frames"].as_array().unwrap();
+    let burn_b = frames.iter().position(|f| f["name"] == "burn_b").unwrap() as u64;
+    for profile in focused["profiles"].as_array().unwrap() {
+        for stack in profile["samples"].as_array().unwrap() {
+            assert!(stack.as_array().unwrap().contains(&burn_b.into()));
+        }
+    }
+    assert!(0 < weight(&focused) && weight(&focused) < weight(&whole));
+    assert_eq!(server.get("/ui/download/speedscope?f=(").0, 400);
+}
+
+/// The Download menu in a real browser (Debian's headless Chromium driven
+/// by Playwright, `download_menu.py`): on a focused view it offers
+/// profile.proto and speedscope's JSON, each link carrying the view's
+/// query, and the speedscope file it links to is the focused one.
+#[test]
+fn the_download_menu_links_the_current_view_in_both_formats_in_chromium() {
+    let Some(spin) = spin() else { return };
+    let playwright = std::process::Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !(playwright && std::path::Path::new("/usr/bin/chromium").exists()) {
+        assert!(
+            !cpuprof_testkit::peers_required(),
+            "playwright or chromium is missing"
+        );
+        eprintln!("skipped: playwright (python3) or /usr/bin/chromium is missing");
+        return;
+    }
+    let server = Server::start(&[], &[&spin.binary, &spin.profile]);
+    let output = std::process::Command::new("timeout")
+        .arg("120")
+        .arg("python3")
+        .arg(cpuprof_testkit::repo_root().join("crates/web/tests/download_menu.py"))
+        .arg(&server.url)
+        .output()
+        .expect("python3");
+    assert!(
+        output.status.success(),
+        "download_menu.py failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let seen: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(
+        seen["problems"],
+        serde_json::Value::Array(vec![]),
+        "{seen:#}"
+    );
+    let entries = seen["entries"].as_array().unwrap();
+    let summary: Vec<(&str, &str, bool)> = entries
+        .iter()
+        .map(|e| {
+            (
+                e["href"].as_str().unwrap(),
+                e["file"].as_str().unwrap(),
+                e["visible"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        [
+            ("/ui/download?f=burn_b", "profile.pb.gz", true),
+            (
+                "/ui/download/speedscope?f=burn_b",
+                "profile.speedscope.json",
+                true
+            ),
+        ]
+    );
+    assert_eq!(seen["status"], 200);
+    let file = &seen["file"];
+    let frames = file["shared"]["frames"].as_array().unwrap();
+    let burn_b = frames.iter().position(|f| f["name"] == "burn_b").unwrap();
+    let profiles = file["profiles"].as_array().unwrap();
+    assert!(!profiles.is_empty());
+    for profile in profiles {
+        for stack in profile["samples"].as_array().unwrap() {
+            assert!(stack.as_array().unwrap().contains(&burn_b.into()));
+        }
+    }
+    assert!(
+        !frames.iter().any(|f| f["name"] == "burn_a"),
+        "focused on burn_b"
+    );
 }

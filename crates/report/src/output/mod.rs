@@ -10,7 +10,8 @@
 //!   HTML), [`weblist`] (source and disassembly on one HTML page);
 //! - machine-readable: [`collapsed`] (folded stacks), [`json`],
 //!   [`callgrind`] (KCachegrind), [`raw`] (perl pprof's symbolized raw
-//!   profile).
+//!   profile), [`speedscope`] (speedscope's JSON, one profile per
+//!   thread in time order).
 
 pub mod callgrind;
 pub mod collapsed;
@@ -22,6 +23,7 @@ pub mod gprof;
 pub mod json;
 pub mod listing;
 pub mod raw;
+pub mod speedscope;
 pub mod svg;
 pub mod tags;
 pub mod text;

@@ -47,9 +47,10 @@
       }
       a.setAttribute('href', urlFor(target, p));
     });
-    var download = document.getElementById('download');
     var q = params.toString();
-    download.setAttribute('href', '/ui/download' + (q ? '?' + q : ''));
+    document.querySelectorAll('[data-download]').forEach(function (a) {
+      a.setAttribute('href', a.getAttribute('data-download') + (q ? '?' + q : ''));
+    });
     if (selected.length === 0) {
       selectionText.textContent = '';
     } else {
