@@ -361,9 +361,100 @@ static OWN_CODE: [std::sync::atomic::AtomicU64; 2] = [
     std::sync::atomic::AtomicU64::new(0),
 ];
 
-/// Finds [`OWN_CODE`] (at a session's start; not in a signal handler).
+/// When the agent is linked into the program as the rlib (the Rust
+/// [`crate::ProfilerGuard`]): the address ranges, sorted and disjoint, of
+/// its functions in the executable — the crate's (`cpuprof::…`, the
+/// thread-start trampoline among them) and the C functions it defines
+/// there (`pthread_create`, `sigaction`, `ProfilerStart`, …) — from the
+/// executable's symbol table, so those frames are left out too.
+static OWN_FUNCTIONS: std::sync::OnceLock<Vec<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// The C functions the agent defines (interposed, or its C API): in the
+/// executable, a definition of one of them is the agent's.
+const OWN_C_FUNCTIONS: &[&str] = &[
+    "ProfilerDisable",
+    "ProfilerEnable",
+    "ProfilerFlush",
+    "ProfilerGetCurrentState",
+    "ProfilerGetStackTrace",
+    "ProfilerRegisterThread",
+    "ProfilerStart",
+    "ProfilerStartWithOptions",
+    "ProfilerStop",
+    "ProfilingIsEnabledForAllThreads",
+    "_Exit",
+    "_exit",
+    "execl",
+    "execle",
+    "execlp",
+    "execv",
+    "execve",
+    "execveat",
+    "execvp",
+    "execvpe",
+    "fexecve",
+    "pthread_create",
+    "pthread_sigmask",
+    "sigaction",
+    "signal",
+    "sigprocmask",
+];
+
+/// True when the mangled `name` is a function of this crate (legacy
+/// `_ZN7cpuprof…` or v0 `_R…Cs…_7cpuprof…`) or one of its C functions.
+fn is_own_symbol(name: &str) -> bool {
+    name.starts_with("_ZN7cpuprof")
+        || (name.starts_with("_R") && name.contains("_7cpuprof"))
+        || OWN_C_FUNCTIONS.contains(&name)
+}
+
+/// Finds [`OWN_FUNCTIONS`] in the executable that holds the agent.
+fn find_own_functions() {
+    if OWN_FUNCTIONS.get().is_some() {
+        return;
+    }
+    let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on one of our own functions, outside any handler.
+    if unsafe { libc::dladdr(trampoline as *const c_void, &mut here) } == 0
+        || here.dli_fname.is_null()
+    {
+        return;
+    }
+    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+        return;
+    };
+    let Some(object) = crate::symbols::ObjectFile::read(&exe.to_string_lossy()) else {
+        return;
+    };
+    let Some(first) = object.first_vaddr() else {
+        return;
+    };
+    let bias = (here.dli_fbase as u64).wrapping_sub(first & !0xfff);
+    let mut ranges: Vec<(u64, u64)> = object
+        .functions()
+        .iter()
+        .filter(|(_, size, name)| *size > 0 && is_own_symbol(name))
+        .map(|&(start, size, _)| (start.wrapping_add(bias), start.wrapping_add(bias + size)))
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let _ = OWN_FUNCTIONS.set(merged);
+}
+
+/// Finds [`OWN_CODE`], or [`OWN_FUNCTIONS`] when the agent is linked into
+/// the program (at a session's start; not in a signal handler).
 pub(crate) fn find_own_code(as_library: bool) {
-    if !as_library || OWN_CODE[1].load(Ordering::Acquire) != 0 {
+    if !as_library {
+        find_own_functions();
+        return;
+    }
+    if OWN_CODE[1].load(Ordering::Acquire) != 0 {
         return;
     }
     let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -403,12 +494,22 @@ pub(crate) fn find_own_code(as_library: bool) {
 /// Async-signal-safe (atomics).
 pub(crate) fn is_own_frame(pc: u64) -> bool {
     let end = OWN_CODE[1].load(Ordering::Acquire);
-    end != 0 && pc < end && pc >= OWN_CODE[0].load(Ordering::Relaxed)
+    if end != 0 {
+        return pc < end && pc >= OWN_CODE[0].load(Ordering::Relaxed);
+    }
+    match OWN_FUNCTIONS.get() {
+        Some(ranges) => {
+            let at = ranges.partition_point(|r| r.0 <= pc);
+            at > 0 && pc < ranges[at - 1].1
+        }
+        None => false,
+    }
 }
 
-/// Takes the agent's own frames out of `stack` (see [`OWN_CODE`]).
+/// Takes the agent's own frames out of `stack` (see [`OWN_CODE`],
+/// [`OWN_FUNCTIONS`]).
 pub(crate) fn drop_own_frames(stack: &mut Vec<u64>) {
-    if OWN_CODE[1].load(Ordering::Acquire) != 0 {
+    if OWN_CODE[1].load(Ordering::Acquire) != 0 || OWN_FUNCTIONS.get().is_some() {
         stack.retain(|&pc| !is_own_frame(pc));
     }
 }
