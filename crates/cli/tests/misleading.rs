@@ -625,3 +625,119 @@ fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
     assert!(all.contains(&showing), "{all}");
     assert!(!undefined(&all), "{all}");
 }
+
+/// Two threads burning for the seconds of the first argument.
+const THREADED_PROG: &str = r#"#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(clockid_t c) { struct timespec t; clock_gettime(c, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static volatile double sink;
+static double seconds;
+__attribute__((noinline)) void threaded_burn(void) {
+    double end = now(CLOCK_MONOTONIC) + seconds, x = 1;
+    while (now(CLOCK_MONOTONIC) < end) for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 1e-9;
+    sink = x;
+}
+static void *worker(void *arg) { (void)arg; threaded_burn(); return NULL; }
+int main(int argc, char **argv) {
+    seconds = atof(argv[1]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+/// The lines of a tool's output naming a frame of the agent.
+fn agent_frames(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            ["cpuprof::", "_ZN7cpuprof", "libcpuprof", "trampoline"]
+                .iter()
+                .any(|n| l.contains(n))
+        })
+        .collect()
+}
+
+#[test]
+fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
+    if !require_tool("gcc") || !require_tool("pprof") || !require_tool("google-pprof") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let source = dir.path().join("threaded.c");
+    std::fs::write(&source, THREADED_PROG).unwrap();
+    let prog = compile(
+        "gcc",
+        &[&source],
+        &dir.path().join("threaded"),
+        &["-O2", "-g", "-pthread"],
+    );
+    let check = |profile: &Path, gperftools: bool| {
+        // Our own conversion keeps every frame of the file.
+        let folded = profile.with_extension("folded");
+        run_ok(
+            cpuprof()
+                .args(["convert", "--to", "collapsed", "-o"])
+                .arg(&folded)
+                .arg(&prog)
+                .arg(profile),
+        );
+        let collapsed = std::fs::read_to_string(&folded).unwrap();
+        assert!(collapsed.contains("threaded_burn"), "{collapsed}");
+        assert_eq!(agent_frames(&collapsed), Vec::<&str>::new(), "convert --to collapsed");
+        let traces = cpuprof_testkit::run_stdout(
+            Command::new("pprof").arg("-traces").arg(&prog).arg(profile),
+        );
+        assert!(traces.contains("threaded_burn"), "{traces}");
+        assert_eq!(agent_frames(&traces), Vec::<&str>::new(), "Go pprof -traces");
+        if gperftools {
+            let text = cpuprof_testkit::run_stdout(
+                Command::new("google-pprof")
+                    .args(["--text", "--nodecount=1000"])
+                    .arg(&prog)
+                    .arg(profile),
+            );
+            assert!(text.contains("threaded_burn"), "{text}");
+            assert_eq!(agent_frames(&text), Vec::<&str>::new(), "google-pprof --text");
+        }
+    };
+    // `cpuprof record`, both formats.
+    for (format, gperftools) in [("gperftools", true), ("pprof", false)] {
+        let profile = dir.path().join(format!("threaded.{format}"));
+        run_ok(
+            cpuprof()
+                .args(["record", "--nodecount", "0", "--format", format, "-o"])
+                .arg(&profile)
+                .arg("--")
+                .arg(&prog)
+                .arg("0.3"),
+        );
+        check(&profile, gperftools);
+    }
+    // A window of the HTTP endpoint, as Go pprof fetches (and saves) it.
+    let Some((mut child, port)) = common::start_under_agent_endpoint(&prog, &["30"]) else {
+        panic!("the agent did not say where it serves");
+    };
+    let saved = dir.path().join("fetched");
+    std::fs::create_dir(&saved).unwrap();
+    let out = Command::new("pprof")
+        .args(["-raw", "-seconds=1"])
+        .arg(format!("http://127.0.0.1:{port}/pprof/profile"))
+        .env("PPROF_TMPDIR", &saved)
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let (raw, err, status) = texts(&out);
+    assert_eq!(status, 0, "{err}");
+    let locations = raw.split("\nMappings").next().unwrap();
+    assert!(locations.contains("threaded_burn"), "{raw}");
+    assert_eq!(agent_frames(locations), Vec::<&str>::new(), "Go pprof -raw of a window");
+    let file = std::fs::read_dir(&saved)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .expect("Go pprof saved the window");
+    check(&file, false);
+}
