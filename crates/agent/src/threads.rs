@@ -400,12 +400,69 @@ const OWN_C_FUNCTIONS: &[&str] = &[
     "sigprocmask",
 ];
 
-/// True when the mangled `name` is a function of this crate (legacy
-/// `_ZN7cpuprof…` or v0 `_R…Cs…_7cpuprof…`) or one of its C functions.
+/// The agent crate's modules and root items: its functions' paths start
+/// with one of them (`cpuprof::threads::trampoline`). A program's own
+/// crate may be named `cpuprof` too (our command-line tool, whose
+/// `cpuprof demo` profiles itself with the guard), so the crate name
+/// alone does not tell the agent's functions from the program's.
+const OWN_PATHS: &[&str] = &[
+    "capi",
+    "collector",
+    "config",
+    "crash",
+    "exec",
+    "exit",
+    "handler_stack",
+    "http",
+    "interpose",
+    "modules",
+    "pprof_proto",
+    "profiler",
+    "server",
+    "sigmask",
+    "signal_path",
+    "symbols",
+    "thread_names",
+    "threads",
+    "timers",
+    "wall_driver",
+    "writer",
+    "Error",
+    "ProfilerGuard",
+    "State",
+    "state",
+];
+
+/// True when the mangled `name` is a function of the agent: a path of
+/// [`OWN_PATHS`] under the crate (legacy `_ZN7cpuprof7threads…`, v0
+/// `_R…_7cpuprof7threads…`), a trait method or generic instance over one
+/// of its types (`<cpuprof::ProfilerGuard as Drop>::drop`), or one of the
+/// C functions it defines.
 fn is_own_symbol(name: &str) -> bool {
-    name.starts_with("_ZN7cpuprof")
-        || (name.starts_with("_R") && name.contains("_7cpuprof"))
-        || OWN_C_FUNCTIONS.contains(&name)
+    if OWN_C_FUNCTIONS.contains(&name) {
+        return true;
+    }
+    if !name.contains("cpuprof") {
+        return false;
+    }
+    OWN_PATHS.iter().any(|path| {
+        let component = format!("{}{path}", path.len());
+        let under_crate = |at: &str| {
+            name.match_indices(at)
+                .any(|(i, _)| name[i + at.len()..].starts_with(&component))
+        };
+        let typed = || {
+            name.match_indices("cpuprof..").any(|(i, _)| {
+                let rest = &name[i + "cpuprof..".len()..];
+                rest.strip_prefix(path).is_some_and(|r| {
+                    r.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                })
+            })
+        };
+        name.starts_with(&format!("_ZN7cpuprof{component}"))
+            || (name.starts_with("_R") && under_crate("_7cpuprof"))
+            || (name.starts_with("_ZN") && typed())
+    })
 }
 
 /// Finds [`OWN_FUNCTIONS`] in the executable that holds the agent.
@@ -511,5 +568,36 @@ pub(crate) fn is_own_frame(pc: u64) -> bool {
 pub(crate) fn drop_own_frames(stack: &mut Vec<u64>) {
     if OWN_CODE[1].load(Ordering::Acquire) != 0 || OWN_FUNCTIONS.get().is_some() {
         stack.retain(|&pc| !is_own_frame(pc));
+    }
+}
+
+#[cfg(test)]
+mod own_symbol_tests {
+    use super::is_own_symbol;
+
+    #[test]
+    fn the_agent_s_functions_and_not_a_program_crate_named_cpuprof() {
+        for own in [
+            "_ZN7cpuprof7threads10trampoline17h6374ac2e4cdc03d6E",
+            "_ZN7cpuprof13ProfilerGuard4stop17h0123456789abcdefE",
+            "_ZN68_$LT$cpuprof..ProfilerGuard$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+            "_ZN4core3ptr52drop_in_place$LT$cpuprof..profiler..Session$GT$17h0123456789abcdefE",
+            "_RNvNtCs1234abcd_7cpuprof7threads10trampoline",
+            "pthread_create",
+            "ProfilerStart",
+        ] {
+            assert!(is_own_symbol(own), "{own}");
+        }
+        for program in [
+            "_ZN7cpuprof4demo8demo_hot17h0123456789abcdefE",
+            "_ZN7cpuprof4main17h0123456789abcdefE",
+            "_ZN7cpuprof7convert3run17h0123456789abcdefE",
+            "_RNvNtCs1234abcd_7cpuprof4demo8demo_hot",
+            "_ZN4core3ptr52drop_in_place$LT$cpuprof..demo..Worker$GT$17h0123456789abcdefE",
+            "_ZN7threads10trampoline17h0123456789abcdefE",
+            "main",
+        ] {
+            assert!(!is_own_symbol(program), "{program}");
+        }
     }
 }
