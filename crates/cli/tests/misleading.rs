@@ -685,12 +685,20 @@ fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
         );
         let collapsed = std::fs::read_to_string(&folded).unwrap();
         assert!(collapsed.contains("threaded_burn"), "{collapsed}");
-        assert_eq!(agent_frames(&collapsed), Vec::<&str>::new(), "convert --to collapsed");
+        assert_eq!(
+            agent_frames(&collapsed),
+            Vec::<&str>::new(),
+            "convert --to collapsed"
+        );
         let traces = cpuprof_testkit::run_stdout(
             Command::new("pprof").arg("-traces").arg(&prog).arg(profile),
         );
         assert!(traces.contains("threaded_burn"), "{traces}");
-        assert_eq!(agent_frames(&traces), Vec::<&str>::new(), "Go pprof -traces");
+        assert_eq!(
+            agent_frames(&traces),
+            Vec::<&str>::new(),
+            "Go pprof -traces"
+        );
         if gperftools {
             let text = cpuprof_testkit::run_stdout(
                 Command::new("google-pprof")
@@ -699,7 +707,11 @@ fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
                     .arg(profile),
             );
             assert!(text.contains("threaded_burn"), "{text}");
-            assert_eq!(agent_frames(&text), Vec::<&str>::new(), "google-pprof --text");
+            assert_eq!(
+                agent_frames(&text),
+                Vec::<&str>::new(),
+                "google-pprof --text"
+            );
         }
     };
     // `cpuprof record`, both formats.
@@ -733,7 +745,11 @@ fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
     assert_eq!(status, 0, "{err}");
     let locations = raw.split("\nMappings").next().unwrap();
     assert!(locations.contains("threaded_burn"), "{raw}");
-    assert_eq!(agent_frames(locations), Vec::<&str>::new(), "Go pprof -raw of a window");
+    assert_eq!(
+        agent_frames(locations),
+        Vec::<&str>::new(),
+        "Go pprof -raw of a window"
+    );
     let file = std::fs::read_dir(&saved)
         .unwrap()
         .map(|e| e.unwrap().path())
