@@ -757,3 +757,62 @@ fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
         .expect("Go pprof saved the window");
     check(&file, false);
 }
+
+#[test]
+fn files_cpuprof_writes_on_its_own_are_in_the_temporary_directory() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let named = |name: &str| name.starts_with("cpuprof-");
+    // `cpuprof demo`'s profile, with no -o.
+    let out = run_ok(
+        cpuprof()
+            .args(["demo", "-t", "1", "-s", "0.2"])
+            .env("TMPDIR", &tmp),
+    );
+    let (stdout, stderr, _) = texts(&out);
+    let files: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files.len() == 1 && named(&files[0]) && files[0].ends_with(".prof"),
+        "{files:?}"
+    );
+    assert!(
+        format!("{stdout}{stderr}").contains(&tmp.join(&files[0]).display().to_string()),
+        "the demo names its profile: {stdout}{stderr}"
+    );
+    // The scripted shell's SVG and HTML reports.
+    let (prog, profile) = recorded(dir.path());
+    let out = cpuprof_testkit::run_with_stdin(
+        cpuprof()
+            .args(["report", "-i"])
+            .arg(&prog)
+            .arg(&profile)
+            .env("TMPDIR", &tmp),
+        "svg\nflame\nquit\n",
+    );
+    let (stdout, stderr, _) = texts(&out);
+    let reports: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("Generating report in "))
+        .collect();
+    assert_eq!(reports.len(), 2, "{stdout}{stderr}");
+    for report in reports {
+        let path = Path::new(report);
+        assert_eq!(path.parent(), Some(tmp.as_path()), "{report}");
+        assert!(
+            named(&path.file_name().unwrap().to_string_lossy()),
+            "{report}"
+        );
+        assert!(path.is_file(), "{report}");
+    }
+    assert!(
+        !stdout.contains("<svg") && !stdout.contains("<html"),
+        "{stdout}"
+    );
+}
