@@ -288,6 +288,20 @@ impl ObjectFile {
         (*size == 0 || vaddr < start + size).then_some(name.as_str())
     }
 
+    /// The (address, size, name) of its function symbols, by address.
+    pub(crate) fn functions(&self) -> &[(u64, u64, String)] {
+        &self.functions
+    }
+
+    /// The lowest virtual address of its loadable segments (what a load
+    /// base is relative to).
+    pub(crate) fn first_vaddr(&self) -> Option<u64> {
+        self.segments
+            .iter()
+            .map(|&(offset, vaddr, _)| vaddr.wrapping_sub(offset))
+            .min()
+    }
+
     /// True when it has function symbols.
     pub(crate) fn has_functions(&self) -> bool {
         !self.functions.is_empty()

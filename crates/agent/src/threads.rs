@@ -361,9 +361,157 @@ static OWN_CODE: [std::sync::atomic::AtomicU64; 2] = [
     std::sync::atomic::AtomicU64::new(0),
 ];
 
-/// Finds [`OWN_CODE`] (at a session's start; not in a signal handler).
+/// When the agent is linked into the program as the rlib (the Rust
+/// [`crate::ProfilerGuard`]): the address ranges, sorted and disjoint, of
+/// its functions in the executable — the crate's (`cpuprof::…`, the
+/// thread-start trampoline among them) and the C functions it defines
+/// there (`pthread_create`, `sigaction`, `ProfilerStart`, …) — from the
+/// executable's symbol table, so those frames are left out too.
+static OWN_FUNCTIONS: std::sync::OnceLock<Vec<(u64, u64)>> = std::sync::OnceLock::new();
+
+/// The C functions the agent defines (interposed, or its C API): in the
+/// executable, a definition of one of them is the agent's.
+const OWN_C_FUNCTIONS: &[&str] = &[
+    "ProfilerDisable",
+    "ProfilerEnable",
+    "ProfilerFlush",
+    "ProfilerGetCurrentState",
+    "ProfilerGetStackTrace",
+    "ProfilerRegisterThread",
+    "ProfilerStart",
+    "ProfilerStartWithOptions",
+    "ProfilerStop",
+    "ProfilingIsEnabledForAllThreads",
+    "_Exit",
+    "_exit",
+    "execl",
+    "execle",
+    "execlp",
+    "execv",
+    "execve",
+    "execveat",
+    "execvp",
+    "execvpe",
+    "fexecve",
+    "pthread_create",
+    "pthread_sigmask",
+    "sigaction",
+    "signal",
+    "sigprocmask",
+];
+
+/// The agent crate's modules and root items: its functions' paths start
+/// with one of them (`cpuprof::threads::trampoline`). A program's own
+/// crate may be named `cpuprof` too (our command-line tool, whose
+/// `cpuprof demo` profiles itself with the guard), so the crate name
+/// alone does not tell the agent's functions from the program's.
+const OWN_PATHS: &[&str] = &[
+    "capi",
+    "collector",
+    "config",
+    "crash",
+    "exec",
+    "exit",
+    "handler_stack",
+    "http",
+    "interpose",
+    "modules",
+    "pprof_proto",
+    "profiler",
+    "server",
+    "sigmask",
+    "signal_path",
+    "symbols",
+    "thread_names",
+    "threads",
+    "timers",
+    "wall_driver",
+    "writer",
+    "Error",
+    "ProfilerGuard",
+    "State",
+    "state",
+];
+
+/// True when the mangled `name` is a function of the agent: a path of
+/// [`OWN_PATHS`] under the crate (legacy `_ZN7cpuprof7threads…`, v0
+/// `_R…_7cpuprof7threads…`), a trait method or generic instance over one
+/// of its types (`<cpuprof::ProfilerGuard as Drop>::drop`), or one of the
+/// C functions it defines.
+fn is_own_symbol(name: &str) -> bool {
+    if OWN_C_FUNCTIONS.contains(&name) {
+        return true;
+    }
+    if !name.contains("cpuprof") {
+        return false;
+    }
+    OWN_PATHS.iter().any(|path| {
+        let component = format!("{}{path}", path.len());
+        let under_crate = |at: &str| {
+            name.match_indices(at)
+                .any(|(i, _)| name[i + at.len()..].starts_with(&component))
+        };
+        let typed = || {
+            name.match_indices("cpuprof..").any(|(i, _)| {
+                let rest = &name[i + "cpuprof..".len()..];
+                rest.strip_prefix(path).is_some_and(|r| {
+                    r.starts_with(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                })
+            })
+        };
+        name.starts_with(&format!("_ZN7cpuprof{component}"))
+            || (name.starts_with("_R") && under_crate("_7cpuprof"))
+            || (name.starts_with("_ZN") && typed())
+    })
+}
+
+/// Finds [`OWN_FUNCTIONS`] in the executable that holds the agent.
+fn find_own_functions() {
+    if OWN_FUNCTIONS.get().is_some() {
+        return;
+    }
+    let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
+    // SAFETY: dladdr on one of our own functions, outside any handler.
+    if unsafe { libc::dladdr(trampoline as *const c_void, &mut here) } == 0
+        || here.dli_fname.is_null()
+    {
+        return;
+    }
+    let Ok(exe) = std::fs::read_link("/proc/self/exe") else {
+        return;
+    };
+    let Some(object) = crate::symbols::ObjectFile::read(&exe.to_string_lossy()) else {
+        return;
+    };
+    let Some(first) = object.first_vaddr() else {
+        return;
+    };
+    let bias = (here.dli_fbase as u64).wrapping_sub(first & !0xfff);
+    let mut ranges: Vec<(u64, u64)> = object
+        .functions()
+        .iter()
+        .filter(|(_, size, name)| *size > 0 && is_own_symbol(name))
+        .map(|&(start, size, _)| (start.wrapping_add(bias), start.wrapping_add(bias + size)))
+        .collect();
+    ranges.sort_unstable();
+    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
+    for (start, end) in ranges {
+        match merged.last_mut() {
+            Some(last) if start <= last.1 => last.1 = last.1.max(end),
+            _ => merged.push((start, end)),
+        }
+    }
+    let _ = OWN_FUNCTIONS.set(merged);
+}
+
+/// Finds [`OWN_CODE`], or [`OWN_FUNCTIONS`] when the agent is linked into
+/// the program (at a session's start; not in a signal handler).
 pub(crate) fn find_own_code(as_library: bool) {
-    if !as_library || OWN_CODE[1].load(Ordering::Acquire) != 0 {
+    if !as_library {
+        find_own_functions();
+        return;
+    }
+    if OWN_CODE[1].load(Ordering::Acquire) != 0 {
         return;
     }
     let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
@@ -403,12 +551,53 @@ pub(crate) fn find_own_code(as_library: bool) {
 /// Async-signal-safe (atomics).
 pub(crate) fn is_own_frame(pc: u64) -> bool {
     let end = OWN_CODE[1].load(Ordering::Acquire);
-    end != 0 && pc < end && pc >= OWN_CODE[0].load(Ordering::Relaxed)
+    if end != 0 {
+        return pc < end && pc >= OWN_CODE[0].load(Ordering::Relaxed);
+    }
+    match OWN_FUNCTIONS.get() {
+        Some(ranges) => {
+            let at = ranges.partition_point(|r| r.0 <= pc);
+            at > 0 && pc < ranges[at - 1].1
+        }
+        None => false,
+    }
 }
 
-/// Takes the agent's own frames out of `stack` (see [`OWN_CODE`]).
+/// Takes the agent's own frames out of `stack` (see [`OWN_CODE`],
+/// [`OWN_FUNCTIONS`]).
 pub(crate) fn drop_own_frames(stack: &mut Vec<u64>) {
-    if OWN_CODE[1].load(Ordering::Acquire) != 0 {
+    if OWN_CODE[1].load(Ordering::Acquire) != 0 || OWN_FUNCTIONS.get().is_some() {
         stack.retain(|&pc| !is_own_frame(pc));
+    }
+}
+
+#[cfg(test)]
+mod own_symbol_tests {
+    use super::is_own_symbol;
+
+    #[test]
+    fn the_agent_s_functions_and_not_a_program_crate_named_cpuprof() {
+        for own in [
+            "_ZN7cpuprof7threads10trampoline17h6374ac2e4cdc03d6E",
+            "_ZN7cpuprof13ProfilerGuard4stop17h0123456789abcdefE",
+            "_ZN68_$LT$cpuprof..ProfilerGuard$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
+            "_ZN4core3ptr52drop_in_place$LT$cpuprof..profiler..Session$GT$17h0123456789abcdefE",
+            "_RNvNtCs1234abcd_7cpuprof7threads10trampoline",
+            "pthread_create",
+            "ProfilerStart",
+        ] {
+            assert!(is_own_symbol(own), "{own}");
+        }
+        for program in [
+            "_ZN7cpuprof4demo8demo_hot17h0123456789abcdefE",
+            "_ZN7cpuprof4main17h0123456789abcdefE",
+            "_ZN7cpuprof7convert3run17h0123456789abcdefE",
+            "_RNvNtCs1234abcd_7cpuprof4demo8demo_hot",
+            "_ZN4core3ptr52drop_in_place$LT$cpuprof..demo..Worker$GT$17h0123456789abcdefE",
+            "_ZN7threads10trampoline17h0123456789abcdefE",
+            "main",
+        ] {
+            assert!(!is_own_symbol(program), "{program}");
+        }
     }
 }

@@ -188,4 +188,87 @@ fn stop_line_states_the_rate_achieved_when_far_from_the_rate_asked() {
         perf.contains("at 1000 Hz with") && !perf.contains("achieved"),
         "{perf}"
     );
+    // Every clause of both lines is in the README's table of clauses
+    // (`signals ahead of the thread's CPU clock skipped` was not).
+    assert_every_clause_documented(&itimer);
+    assert_every_clause_documented(&perf);
+}
+
+/// The clauses the README documents for the stop line: every `code` of
+/// the rows of its table "Every clause of the second line", as word lists
+/// (`N`, `M`, `S`, `B` stand for a number or a signal).
+fn documented_clauses() -> Vec<Vec<String>> {
+    let readme = std::fs::read_to_string(cpuprof_testkit::repo_root().join("README.md")).unwrap();
+    let table = readme
+        .split("Every clause of the second line:")
+        .nth(1)
+        .expect("the README's table of the stop line's clauses");
+    let mut clauses = Vec::new();
+    for row in table
+        .lines()
+        .skip_while(|l| !l.starts_with('|'))
+        .take_while(|l| l.starts_with('|'))
+    {
+        for (i, code) in row.split('`').enumerate() {
+            if i % 2 == 1 {
+                clauses.push(code.split_whitespace().map(str::to_string).collect());
+            }
+        }
+    }
+    clauses
+}
+
+/// Asserts that every clause of the stop `line` is one the README
+/// documents.
+fn assert_every_clause_documented(line: &str) {
+    let documented = documented_clauses();
+    let is_documented = |clause: &str| {
+        let words: Vec<&str> = clause.split_whitespace().collect();
+        documented.iter().any(|d| {
+            d.len() == words.len()
+                && d.iter().zip(&words).all(|(d, w)| {
+                    d == w
+                        || (matches!(d.as_str(), "N" | "M" | "S" | "B")
+                            && w.chars()
+                                .any(|c| c.is_ascii_digit() || c.is_ascii_uppercase()))
+                })
+        })
+    };
+    let rest = line
+        .strip_prefix("PROFILE: samples/dropped/truncated = ")
+        .unwrap_or_else(|| panic!("not the stop line: {line}"));
+    for name in ["samples", "dropped", "truncated"] {
+        assert!(is_documented(name), "{name}: {line}");
+    }
+    let (counters, rest) = rest
+        .split_once(" (")
+        .and_then(|(_, r)| r.split_once(") "))
+        .unwrap_or_else(|| panic!("no counters: {line}"));
+    for counter in counters.split([',', ';']) {
+        let name = counter
+            .trim()
+            .trim_end_matches(|c: char| c.is_ascii_digit())
+            .trim();
+        assert!(is_documented(name), "`{name}` undocumented: {line}");
+    }
+    let (rate, rest) = rest
+        .split_once(" with ")
+        .unwrap_or_else(|| panic!("no clock: {line}"));
+    let (rate, achieved) = match rate.split_once(" (") {
+        Some((rate, achieved)) => (rate, Some(format!("({achieved}"))),
+        None => (rate, None),
+    };
+    assert!(is_documented(rate), "`{rate}` undocumented: {line}");
+    if let Some(achieved) = achieved {
+        assert!(
+            is_documented(&achieved),
+            "`{achieved}` undocumented: {line}"
+        );
+    }
+    let mut clauses = rest.split(", ");
+    let clock = clauses.next().unwrap();
+    assert!(is_documented(clock), "clock `{clock}` undocumented: {line}");
+    for clause in clauses {
+        assert!(is_documented(clause), "`{clause}` undocumented: {line}");
+    }
 }

@@ -378,3 +378,441 @@ fn a_report_with_nothing_left_says_which_filter_removed_everything() {
         "{err}"
     );
 }
+
+/// Two branches of one loop whose shares change between two runs.
+const DIFF_PROG: &str = r#"#include <stdlib.h>
+volatile unsigned long sink;
+__attribute__((noinline)) void work(long n) { for (long i = 0; i < n; i++) sink += i * i; }
+__attribute__((noinline)) void alpha(long n) { work(n); }
+__attribute__((noinline)) void beta(long n) { work(n); }
+int main(int argc, char **argv) {
+    long a = atol(argv[1]), b = atol(argv[2]);
+    for (int k = 0; k < 10; k++) { alpha(a); beta(b); }
+    return 0;
+}
+"#;
+
+/// The lines of a report without Go's `Time:` (we print no time) and
+/// without trailing blanks (Go pads the tree's header with tabs).
+fn report_lines(text: &str) -> Vec<String> {
+    text.lines()
+        .filter(|l| !l.starts_with("Time: "))
+        .map(|l| l.trim_end().to_string())
+        .collect()
+}
+
+/// `text` has a number that is not one: a word `inf`, `nan`, `NaN`,
+/// `Infinity` (as `+inf%`, `nan%`, JSON's or JavaScript's would print).
+fn undefined(text: &str) -> bool {
+    text.split(|c: char| !c.is_ascii_alphanumeric())
+        .any(|w| matches!(w, "inf" | "nan" | "NaN" | "Infinity"))
+}
+
+/// The line of `lines` ending in `  NAME` (a `--text` row) or `| NAME` (a
+/// tree node).
+fn line_of<'a>(lines: &'a [String], suffix: &str) -> &'a str {
+    lines
+        .iter()
+        .find(|l| l.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no line ending in {suffix:?}:\n{}", lines.join("\n")))
+}
+
+#[test]
+fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
+    if !require_tool("gcc") || !require_tool("pprof") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let source = dir.path().join("diff.c");
+    std::fs::write(&source, DIFF_PROG).unwrap();
+    let prog = compile(
+        "gcc",
+        &[&source],
+        &dir.path().join("diff"),
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    // Recorded once each; both tools then read the same two files.
+    let profile = |name: &str, format: &str, a: &str, b: &str| {
+        let path = dir.path().join(name);
+        run_ok(
+            cpuprof()
+                .args(["record", "--format", format, "--nodecount", "0", "-o"])
+                .arg(&path)
+                .arg("--")
+                .arg(&prog)
+                .args([a, b]),
+        );
+        path
+    };
+    let old = profile("old.pb.gz", "pprof", "30000000", "10000000");
+    let new = profile("new.pb.gz", "pprof", "20000000", "30000000");
+    let go = |args: &[&str]| -> Vec<String> {
+        let text = cpuprof_testkit::run_stdout(
+            Command::new("pprof")
+                .args(args)
+                .arg(format!("-diff_base={}", old.display()))
+                .arg(&prog)
+                .arg(&new),
+        );
+        report_lines(&text)
+    };
+    let base = format!("--base={}", old.display());
+    let ours = |args: &[&str]| -> Vec<String> {
+        let mut all = args.to_vec();
+        all.push(&base);
+        report_lines(&common::report(&all, &[&prog, &new]))
+    };
+
+    // --text: Go's header (both profiles' comments, the base's total in
+    // `Total samples =` and `of ... total`), and each row's values and
+    // percentages of the base's total, |change| as Go prints them.
+    let (go_top, our_top) = (go(&["-top"]), ours(&["--text"]));
+    let header = |lines: &[String]| -> Vec<String> {
+        lines
+            .iter()
+            .take_while(|l| !l.trim_start().starts_with("flat"))
+            .cloned()
+            .collect()
+    };
+    assert_eq!(header(&our_top), header(&go_top), "{our_top:#?}");
+    assert!(
+        header(&our_top)
+            .iter()
+            .any(|l| l.starts_with("Showing nodes accounting for ") && l.contains(" of ")),
+        "{our_top:#?}"
+    );
+    for name in ["  work", "  alpha", "  beta", "  main"] {
+        assert_eq!(line_of(&our_top, name), line_of(&go_top, name), "{name}");
+    }
+    // One function shrank: its value is negative, its percentage is of
+    // its size (Go's |value| / total).
+    assert!(line_of(&our_top, "  alpha").contains("ms"), "{our_top:#?}");
+    assert!(
+        line_of(&our_top, "  alpha").trim_start().starts_with('0')
+            && line_of(&our_top, "  alpha").contains(" -"),
+        "alpha shrank: {our_top:#?}"
+    );
+
+    // --tree and --peek: the same header, and each node's line.
+    let (go_tree, our_tree) = (go(&["-tree"]), ours(&["--tree"]));
+    assert_eq!(header(&our_tree)[..], header(&go_tree)[..], "{our_tree:#?}");
+    for name in ["| work", "| alpha", "| beta", "| main"] {
+        assert_eq!(line_of(&our_tree, name), line_of(&go_tree, name), "{name}");
+    }
+    let (go_peek, our_peek) = (go(&["-peek=^beta$"]), ours(&["--peek=^beta$"]));
+    assert_eq!(our_peek, go_peek);
+
+    // The base's total, from Go's `of 1171ms total`.
+    let showing = line_of(&go_top, " total").to_string();
+    let base_ms: f64 = showing
+        .rsplit(" of ")
+        .next()
+        .and_then(|t| t.strip_suffix("ms total"))
+        .unwrap_or_else(|| panic!("{showing}"))
+        .parse()
+        .unwrap();
+    // --json: the base's total, and percentages of it.
+    let json: serde_json::Value =
+        serde_json::from_str(&common::report(&["--json", &base], &[&prog, &new])).unwrap();
+    assert_eq!(
+        json["base_total"].as_f64().unwrap(),
+        base_ms * 1e6,
+        "{json}"
+    );
+    let row = |name: &str| {
+        json["rows"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    let beta_cum = row("beta")["cum"].as_f64().unwrap();
+    let beta_percent = (beta_cum / (base_ms * 1e6) * 1000.0).round() / 10.0;
+    assert_eq!(row("beta")["cum_percent"].as_f64().unwrap(), beta_percent);
+    // --dot: labels in percent of the base's total, which the legend
+    // names.
+    let dot = common::report(&["--dot", &base], &[&prog, &new]);
+    assert!(
+        dot.contains(&format!(
+            "Total nanoseconds in the base: {} (values are changes from it)",
+            (base_ms * 1e6) as i64
+        )),
+        "{dot}"
+    );
+    assert!(
+        dot.contains(&format!("of {} ({beta_percent:.1}%)", beta_cum as i64)),
+        "{dot}"
+    );
+    // No output shows an infinite or undefined percentage.
+    for args in [
+        &["--text"][..],
+        &["--tree"],
+        &["--dot"],
+        &["--json"],
+        &["--traces"],
+        &["--flame=svg"],
+        &["--text", "--focus=beta"],
+    ] {
+        let mut all = args.to_vec();
+        all.push(&base);
+        let out = common::report(&all, &[&prog, &new]);
+        assert!(!undefined(&out), "{args:?}:\n{out}");
+    }
+    // The same profiles diffed with themselves: changes of 0, no nan.
+    let same = common::report(
+        &["--text", &format!("--base={}", new.display())],
+        &[&prog, &new],
+    );
+    assert!(!undefined(&same), "{same}");
+
+    // gperftools profiles (counts): the base's total in samples; Go
+    // prints it in milliseconds (1 ms a sample at 1000 Hz).
+    let old_g = profile("old.prof", "gperftools", "30000000", "10000000");
+    let new_g = profile("new.prof", "gperftools", "20000000", "30000000");
+    let go_g = cpuprof_testkit::run_stdout(
+        Command::new("pprof")
+            .arg("-top")
+            .arg(format!("-diff_base={}", old_g.display()))
+            .arg(&prog)
+            .arg(&new_g),
+    );
+    let go_showing = go_g.lines().find(|l| l.starts_with("Showing")).unwrap();
+    let go_total: i64 = go_showing
+        .rsplit(" of ")
+        .next()
+        .and_then(|t| t.strip_suffix("ms total"))
+        .unwrap()
+        .parse()
+        .unwrap();
+    let base_g = format!("--base={}", old_g.display());
+    let text = common::report(&["--text", &base_g], &[&prog, &new_g]);
+    let first = text.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!(
+            "Total: {go_total} samples in the base; rows are changes from it, percentages of it (shown: "
+        )),
+        "{text}"
+    );
+    assert!(!undefined(&text), "{text}");
+    // Each row's cum% is Go's, to perl's one decimal.
+    let go_beta = go_g.lines().find(|l| l.ends_with("  beta")).unwrap();
+    let go_cum: f64 = go_beta
+        .split_whitespace()
+        .nth(4)
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    let our_beta = text.lines().find(|l| l.ends_with(" beta")).unwrap();
+    let our_cum: f64 = our_beta
+        .split_whitespace()
+        .nth(4)
+        .unwrap()
+        .trim_end_matches('%')
+        .parse()
+        .unwrap();
+    assert!((our_cum - go_cum).abs() <= 0.051, "{our_beta} / {go_beta}");
+
+    // The shell's `top`: Go's summary line.
+    let out = cpuprof_testkit::run_with_stdin(
+        cpuprof().args(["report", "-i", &base]).arg(&prog).arg(&new),
+        "top\nquit\n",
+    );
+    let (stdout, stderr, _) = texts(&out);
+    let all = format!("{stdout}{stderr}");
+    assert!(all.contains(&showing), "{all}");
+    assert!(!undefined(&all), "{all}");
+}
+
+/// Two threads burning for the seconds of the first argument.
+const THREADED_PROG: &str = r#"#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+static double now(clockid_t c) { struct timespec t; clock_gettime(c, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static volatile double sink;
+static double seconds;
+__attribute__((noinline)) void threaded_burn(void) {
+    double end = now(CLOCK_MONOTONIC) + seconds, x = 1;
+    while (now(CLOCK_MONOTONIC) < end) for (int i = 0; i < 20000; i++) x = x * 1.0000001 + 1e-9;
+    sink = x;
+}
+static void *worker(void *arg) { (void)arg; threaded_burn(); return NULL; }
+int main(int argc, char **argv) {
+    seconds = atof(argv[1]);
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++) pthread_create(&t[i], NULL, worker, NULL);
+    for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"#;
+
+/// The lines of a tool's output naming a frame of the agent.
+fn agent_frames(text: &str) -> Vec<&str> {
+    text.lines()
+        .filter(|l| {
+            ["cpuprof::", "_ZN7cpuprof", "libcpuprof", "trampoline"]
+                .iter()
+                .any(|n| l.contains(n))
+        })
+        .collect()
+}
+
+#[test]
+fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
+    if !require_tool("gcc") || !require_tool("pprof") || !require_tool("google-pprof") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let source = dir.path().join("threaded.c");
+    std::fs::write(&source, THREADED_PROG).unwrap();
+    let prog = compile(
+        "gcc",
+        &[&source],
+        &dir.path().join("threaded"),
+        &["-O2", "-g", "-pthread"],
+    );
+    let check = |profile: &Path, gperftools: bool| {
+        // Our own conversion keeps every frame of the file.
+        let folded = profile.with_extension("folded");
+        run_ok(
+            cpuprof()
+                .args(["convert", "--to", "collapsed", "-o"])
+                .arg(&folded)
+                .arg(&prog)
+                .arg(profile),
+        );
+        let collapsed = std::fs::read_to_string(&folded).unwrap();
+        assert!(collapsed.contains("threaded_burn"), "{collapsed}");
+        assert_eq!(
+            agent_frames(&collapsed),
+            Vec::<&str>::new(),
+            "convert --to collapsed"
+        );
+        let traces = cpuprof_testkit::run_stdout(
+            Command::new("pprof").arg("-traces").arg(&prog).arg(profile),
+        );
+        assert!(traces.contains("threaded_burn"), "{traces}");
+        assert_eq!(
+            agent_frames(&traces),
+            Vec::<&str>::new(),
+            "Go pprof -traces"
+        );
+        if gperftools {
+            let text = cpuprof_testkit::run_stdout(
+                Command::new("google-pprof")
+                    .args(["--text", "--nodecount=1000"])
+                    .arg(&prog)
+                    .arg(profile),
+            );
+            assert!(text.contains("threaded_burn"), "{text}");
+            assert_eq!(
+                agent_frames(&text),
+                Vec::<&str>::new(),
+                "google-pprof --text"
+            );
+        }
+    };
+    // `cpuprof record`, both formats.
+    for (format, gperftools) in [("gperftools", true), ("pprof", false)] {
+        let profile = dir.path().join(format!("threaded.{format}"));
+        run_ok(
+            cpuprof()
+                .args(["record", "--nodecount", "0", "--format", format, "-o"])
+                .arg(&profile)
+                .arg("--")
+                .arg(&prog)
+                .arg("0.3"),
+        );
+        check(&profile, gperftools);
+    }
+    // A window of the HTTP endpoint, as Go pprof fetches (and saves) it.
+    let Some((mut child, port)) = common::start_under_agent_endpoint(&prog, &["30"]) else {
+        panic!("the agent did not say where it serves");
+    };
+    let saved = dir.path().join("fetched");
+    std::fs::create_dir(&saved).unwrap();
+    let out = Command::new("pprof")
+        .args(["-raw", "-seconds=1"])
+        .arg(format!("http://127.0.0.1:{port}/pprof/profile"))
+        .env("PPROF_TMPDIR", &saved)
+        .output()
+        .unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    let (raw, err, status) = texts(&out);
+    assert_eq!(status, 0, "{err}");
+    let locations = raw.split("\nMappings").next().unwrap();
+    assert!(locations.contains("threaded_burn"), "{raw}");
+    assert_eq!(
+        agent_frames(locations),
+        Vec::<&str>::new(),
+        "Go pprof -raw of a window"
+    );
+    let file = std::fs::read_dir(&saved)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .expect("Go pprof saved the window");
+    check(&file, false);
+}
+
+#[test]
+fn files_cpuprof_writes_on_its_own_are_in_the_temporary_directory() {
+    if !require_tool("gcc") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let named = |name: &str| name.starts_with("cpuprof-");
+    // `cpuprof demo`'s profile, with no -o.
+    let out = run_ok(
+        cpuprof()
+            .args(["demo", "-t", "1", "-s", "0.2"])
+            .env("TMPDIR", &tmp),
+    );
+    let (stdout, stderr, _) = texts(&out);
+    let files: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        files.len() == 1 && named(&files[0]) && files[0].ends_with(".prof"),
+        "{files:?}"
+    );
+    assert!(
+        format!("{stdout}{stderr}").contains(&tmp.join(&files[0]).display().to_string()),
+        "the demo names its profile: {stdout}{stderr}"
+    );
+    // The scripted shell's SVG and HTML reports.
+    let (prog, profile) = recorded(dir.path());
+    let out = cpuprof_testkit::run_with_stdin(
+        cpuprof()
+            .args(["report", "-i"])
+            .arg(&prog)
+            .arg(&profile)
+            .env("TMPDIR", &tmp),
+        "svg\nflame\nquit\n",
+    );
+    let (stdout, stderr, _) = texts(&out);
+    let reports: Vec<&str> = stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("Generating report in "))
+        .collect();
+    assert_eq!(reports.len(), 2, "{stdout}{stderr}");
+    for report in reports {
+        let path = Path::new(report);
+        assert_eq!(path.parent(), Some(tmp.as_path()), "{report}");
+        assert!(
+            named(&path.file_name().unwrap().to_string_lossy()),
+            "{report}"
+        );
+        assert!(path.is_file(), "{report}");
+    }
+    assert!(
+        !stdout.contains("<svg") && !stdout.contains("<html"),
+        "{stdout}"
+    );
+}

@@ -442,6 +442,14 @@ impl Fixture {
                 "cpuprof record --format gperftools -o after.prof -- ./work",
                 "README_PROG_SECONDS=1 README_PROG_B_TWICE=1",
             ),
+            (
+                "cpuprof record -o old.pb.gz -- ./work",
+                "README_PROG_SECONDS=1",
+            ),
+            (
+                "cpuprof record -o new.pb.gz -- ./work",
+                "README_PROG_SECONDS=1 README_PROG_B_TWICE=1",
+            ),
             ("cpuprof record -o app.pb.gz -- ./prog", ""),
             ("cpuprof record --realtime -o wall.pb.gz -- ./prog", ""),
             ("cpuprof convert prog.prof -o prog.pb.gz --to pprof", ""),

@@ -160,24 +160,31 @@ impl Session {
         }
         let options = config.report_options(&self.profile)?;
         let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
+        let stacks = self.with_base(&self.profile, stacks, &options);
+        // In a diff, the base's total, which percentages are of.
+        let of_base = if stacks.base_total.is_some() {
+            " in the base (values are changes from it)"
+        } else {
+            ""
+        };
         if cpuprof_report::measure::is_scaled_unit(&stacks.sample_type.unit) {
             // Time and bytes scaled, as the reports print them (`2.10s`).
             let measure = cpuprof_report::measure::Measure::select(
                 &stacks.sample_type.unit,
                 &options.unit,
-                [stacks.grand_total],
-                stacks.grand_total,
+                [stacks.percent_total()],
+                stacks.percent_total(),
                 false,
             );
             greeting.push_str(&format!(
-                "Total: {} ({})\n",
-                measure.label(stacks.grand_total),
+                "Total: {} ({}){of_base}\n",
+                measure.label(stacks.percent_total()),
                 stacks.sample_type.kind
             ));
         } else {
             greeting.push_str(&format!(
-                "Total: {} {}\n",
-                stacks.grand_total,
+                "Total: {} {}{of_base}\n",
+                stacks.percent_total(),
                 unit_word(&stacks.sample_type)
             ));
         }
@@ -253,7 +260,11 @@ impl Session {
             _ => {}
         }
         let cache = std::ptr::eq(profile, &self.profile).then_some(&self.frames);
-        let stacks = Stacks::build_cached(profile, &options, cache);
+        let stacks = self.with_base(
+            profile,
+            Stacks::build_cached(profile, &options, cache),
+            &options,
+        );
         // Nothing left to show: say why (a filter, or no samples at all),
         // for every output; the graphs have nothing to draw.
         if let Some(why) = stacks.why_empty(&options) {
@@ -352,6 +363,27 @@ impl Session {
     /// The profile subtracted (`--base`), if any: reports show changes.
     pub fn base(&self) -> Option<&Path> {
         self.sources.base.as_deref()
+    }
+
+    /// The base's profile (`--base`), if any.
+    pub fn base_profile(&self) -> Option<&Profile> {
+        self.parts.as_ref().map(|(_, base)| base)
+    }
+
+    /// `stacks` of `profile`, marked as a diff's when `profile` is the
+    /// profiles minus the base: percentages of the base's total.
+    fn with_base<'p>(
+        &self,
+        profile: &Profile,
+        stacks: Stacks<'p>,
+        options: &Options,
+    ) -> Stacks<'p> {
+        match &self.parts {
+            Some((_, base)) if std::ptr::eq(profile, &self.profile) => {
+                stacks.with_base(base, options)
+            }
+            _ => stacks,
+        }
     }
 
     /// Every source file named by the profile's debug info (its
@@ -816,7 +848,7 @@ impl RenderContext<'_> {
             );
         }
         if let Some(level) = self.cx.config.confidence() {
-            let shares = Shares::new(self.stacks, call_graph.local_total, level);
+            let shares = Shares::new(self.stacks, percent_base(&graph), level);
             call_graph.node_intervals = call_graph
                 .nodes
                 .iter()

@@ -28,8 +28,9 @@ impl std::error::Error for MergeError {}
 
 type MappingKey = (u64, u64, u64, String, String);
 
-/// Sums `profiles` into one. The metadata (period, comments, ...) is the
-/// first profile's; durations are added.
+/// Sums `profiles` into one. The metadata (period, ...) is the first
+/// profile's; durations are added; the comments are every profile's, each
+/// once, in order (as Go pprof's merge keeps them).
 pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
     let mut iter = profiles.into_iter();
     let Some(first) = iter.next() else {
@@ -88,6 +89,11 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
         out.duration_nanos = out.duration_nanos.saturating_add(p.duration_nanos);
         if p.time_nanos != 0 && (out.time_nanos == 0 || p.time_nanos < out.time_nanos) {
             out.time_nanos = p.time_nanos;
+        }
+        for comment in &p.comments {
+            if !out.comments.contains(comment) {
+                out.comments.push(comment.clone());
+            }
         }
         merger.add(&mut out, p);
     }

@@ -20,7 +20,7 @@
 //!   in-edges.
 
 use crate::change::NodeChange;
-use crate::graph::{percent_base, Graph};
+use crate::graph::{percent_base, percent_total, Graph};
 use crate::measure::{percent, ValueFormat};
 use crate::options::Options;
 use crate::stacks::{FrameId, Stacks};
@@ -62,11 +62,14 @@ pub struct CallGraph {
     /// How values are printed, and the word after totals (`samples`,
     /// `MB`, `cpu`).
     pub values: ValueFormat,
-    /// Total of all samples, before focus and ignore ("Total samples").
+    /// Total of all samples, before focus and ignore ("Total samples");
+    /// in a diff, the base's.
     pub grand_total: i64,
     /// Total of the flat values shown, percentages are relative to it
-    /// ("Focusing on").
+    /// ("Focusing on"); in a diff, the base's total.
     pub local_total: i64,
+    /// In a diff (`--base`), the sum of the changes shown ("Focusing on").
+    pub changes_total: Option<i64>,
     /// Nodes with |cum| at most this were dropped.
     pub node_limit: i64,
     /// Extra legend lines after the standard five (e.g. that the profile
@@ -112,7 +115,9 @@ impl CallGraph {
         graph: &Graph,
         options: &Options,
     ) -> Result<CallGraph, NoNodes> {
-        let local_total = percent_base(graph);
+        // In a diff, the base's total (Go's `-diff_base`): percentages
+        // and cutoffs are of it.
+        let local_total = percent_total(stacks, graph);
         // pprof truncates the limits to integers.
         let node_limit = (options.nodefraction * local_total as f64) as i64;
         let edge_limit = (options.edgefraction * local_total as f64) as i64;
@@ -187,8 +192,9 @@ impl CallGraph {
             node_changes: Vec::new(),
             program: program.to_string(),
             values: ValueFormat::of(stacks.profile(), &stacks.sample_type, &options.unit),
-            grand_total: stacks.grand_total,
+            grand_total: stacks.percent_total(),
             local_total,
+            changes_total: stacks.base_total.map(|_| percent_base(graph)),
             node_limit,
             edge_limit,
             notes: Vec::new(),
@@ -200,10 +206,20 @@ impl CallGraph {
     /// The legend lines ("Meta Information").
     pub fn legend(&self) -> Vec<String> {
         let word = self.values.word();
+        let total = match self.changes_total {
+            Some(_) => format!(
+                "Total {word} in the base: {} (values are changes from it)",
+                self.value(self.grand_total)
+            ),
+            None => format!("Total {word}: {}", self.value(self.grand_total)),
+        };
         let mut lines = vec![
             self.program.clone(),
-            format!("Total {word}: {}", self.value(self.grand_total)),
-            format!("Focusing on: {}", self.value(self.local_total)),
+            total,
+            format!(
+                "Focusing on: {}",
+                self.value(self.changes_total.unwrap_or(self.local_total))
+            ),
             format!(
                 "Dropped nodes with <= {} abs({word})",
                 self.value(self.node_limit)

@@ -400,6 +400,13 @@ pub fn percent_base(graph: &Graph) -> i64 {
     graph.nodes.iter().map(|n| n.flat).sum()
 }
 
+/// What the percentages of a report over `stacks` are of: the kept
+/// samples' total ([`percent_base`]), or in a diff the base's total
+/// ([`Stacks::with_base`]), as Go pprof's `-diff_base` prints changes.
+pub fn percent_total(stacks: &Stacks, graph: &Graph) -> i64 {
+    stacks.base_total.unwrap_or_else(|| percent_base(graph))
+}
+
 /// What a value may fall short of a cutoff by and still reach it (see
 /// [`trim_rows`]).
 pub const CUTOFF_SLACK: f64 = 1e-6;

@@ -220,6 +220,10 @@ pub struct Stacks<'p> {
     pub grand_total: i64,
     /// Sum of the reported value over the samples kept by focus and ignore.
     pub total: i64,
+    /// In a diff (`--base`), the base's total (every sample, as Go
+    /// pprof's `-diff_base` counts it): what percentages are of, the
+    /// values being changes from it. See [`Stacks::with_base`].
+    pub base_total: Option<i64>,
     /// What the reported value measures.
     pub sample_type: ValueType,
     /// The granularity of the frames.
@@ -312,6 +316,7 @@ impl<'p> Stacks<'p> {
             label_frames: Vec::new(),
             grand_total: 0,
             total: 0,
+            base_total: None,
             sample_type,
             granularity: options.granularity,
         };
@@ -319,14 +324,7 @@ impl<'p> Stacks<'p> {
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
         let mut label_sets = options.tags.adds_frames().then(LabelSets::default);
         for (index, sample) in profile.samples.iter().enumerate() {
-            let mut value = sample.values.get(value_index).copied().unwrap_or(0);
-            if options.mean {
-                // Go pprof's `-mean`: the value per event of the sample.
-                value = match sample.values.first() {
-                    Some(&count) if count != 0 => value / count,
-                    _ => 0,
-                };
-            }
+            let value = sample_value(sample, value_index, options.mean);
             stacks.grand_total = stacks.grand_total.saturating_add(value);
             let locations: &[LocationId] = &sample.locations;
             let filtered = if any_profiler || stacks.duplicated_leaf(locations) {
@@ -614,6 +612,42 @@ impl<'p> Stacks<'p> {
     /// The profile the stacks are a view of.
     pub fn profile(&self) -> &'p Profile {
         self.profile
+    }
+
+    /// Marks the stacks as a diff's (the profiles minus `base`, under the
+    /// same `options`): percentages become those of the base's total, the
+    /// sum of the absolute values of its samples before any filter, as Go
+    /// pprof's `-diff_base` computes it.
+    pub fn with_base(mut self, base: &Profile, options: &Options) -> Self {
+        let value_index = options
+            .sample_index
+            .unwrap_or_else(|| base.default_sample_index());
+        let total = base
+            .samples
+            .iter()
+            .map(|s| sample_value(s, value_index, options.mean).saturating_abs())
+            .fold(0i64, i64::saturating_add);
+        self.base_total = Some(total);
+        self
+    }
+
+    /// What percentages are of: the base's total in a diff, else every
+    /// sample's total (Go pprof's report total).
+    pub fn percent_total(&self) -> i64 {
+        self.base_total.unwrap_or(self.grand_total)
+    }
+}
+
+/// The reported value of `sample`: its value at `value_index`, per event
+/// with `mean` (Go pprof's `-mean`).
+fn sample_value(sample: &cpuprof_profile::Sample, value_index: usize, mean: bool) -> i64 {
+    let value = sample.values.get(value_index).copied().unwrap_or(0);
+    if !mean {
+        return value;
+    }
+    match sample.values.first() {
+        Some(&count) if count != 0 => value / count,
+        _ => 0,
     }
 }
 

@@ -60,9 +60,24 @@ impl App {
     ) -> App {
         let profile = session.profile();
         let mut totals = vec![0i64; profile.sample_types.len()];
-        for sample in &profile.samples {
-            for (t, v) in totals.iter_mut().zip(&sample.values) {
-                *t += v;
+        // In a diff, the base's total (absolute values), as Go pprof's
+        // `-diff_base` gives it: the values are changes from it.
+        match session.base_profile() {
+            Some(base) => {
+                for sample in &base.samples {
+                    for (t, v) in base.sample_types.iter().zip(&sample.values) {
+                        if let Some(i) = profile.sample_types.iter().position(|p| p == t) {
+                            totals[i] = totals[i].saturating_add(v.saturating_abs());
+                        }
+                    }
+                }
+            }
+            None => {
+                for sample in &profile.samples {
+                    for (t, v) in totals.iter_mut().zip(&sample.values) {
+                        *t += v;
+                    }
+                }
             }
         }
         App {
@@ -325,6 +340,9 @@ impl App {
         let report: serde_json::Value = serde_json::from_slice(json)?;
         let total = report["total"].as_i64().unwrap_or(0);
         let shown = report["shown_total"].as_i64().unwrap_or(0);
+        // In a diff, the rows are changes and their percentages are of the
+        // base's total (Go pprof's `-diff_base`).
+        let base = report["base_total"].as_i64();
         let unit = report["unit"].as_str().unwrap_or("");
         // Values with a unit print scaled (`1.21s`), as --text does;
         // counts as they are, with their word.
@@ -340,18 +358,22 @@ impl App {
         let (shown_text, total_text, unit) = if scaled {
             (
                 label("shown_total_label", shown, &report),
-                label("total_label", total, &report),
+                match base {
+                    Some(b) => label("base_total_label", b, &report),
+                    None => label("total_label", total, &report),
+                },
                 "",
             )
         } else {
-            (shown.to_string(), total.to_string(), unit)
+            (shown.to_string(), base.unwrap_or(total).to_string(), unit)
         };
+        let of = base.unwrap_or(shown);
         let empty = Vec::new();
         let rows = report["rows"].as_array().unwrap_or(&empty);
         let mut html = String::with_capacity(256 + rows.len() * 200);
         let _ = write!(
             html,
-            "<p class=\"summary\">Showing {} rows: {} of {}{}{unit} total ({})</p>\
+            "<p class=\"summary\">Showing {} rows: {}{} of {}{}{unit} total{} ({})</p>\
              <input id=\"filter\" type=\"search\" placeholder=\"Filter rows: regular expression\" \
              aria-label=\"Filter rows\" spellcheck=\"false\">\
              <table id=\"toptable\"><thead><tr>\
@@ -360,10 +382,16 @@ impl App {
              <th class=\"num\" data-key=\"cum\" aria-sort=\"none\">Cum</th><th class=\"num\">Cum%</th>\
              <th data-key=\"name\" aria-sort=\"none\">Name</th></tr></thead><tbody>",
             rows.len(),
+            if base.is_some() && shown > 0 { "+" } else { "" },
             shown_text,
             total_text,
             if unit.is_empty() { "" } else { " " },
-            percent(shown, total)
+            if base.is_some() {
+                " in the base (rows are changes from it)"
+            } else {
+                ""
+            },
+            percent(shown, base.unwrap_or(total))
         );
         let mut sum = 0i64;
         for row in rows {
@@ -401,10 +429,10 @@ impl App {
                 "<tr><td class=\"num\" data-value=\"{flat}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>\
                  <td class=\"num{class}\" data-value=\"{cum}\"{title}>{}</td><td class=\"num\">{}</td><td class=\"name\" title=\"{}\">{}</td></tr>",
                 label("flat_label", flat, row),
-                percent(flat, shown),
-                percent(sum, shown),
+                percent(flat, of),
+                percent(sum, of),
                 label("cum_label", cum, row),
-                percent(cum, shown),
+                percent(cum, of),
                 escape(row["file"].as_str().unwrap_or("")),
                 escape(name)
             );
@@ -539,6 +567,11 @@ impl App {
             .unwrap_or_else(|| profile.default_sample_index());
         if let Some(t) = types.get(index) {
             let total = self.totals.get(index).copied().unwrap_or(0);
+            let of_base = if diff {
+                " in the base: values are changes from it, percentages of it"
+            } else {
+                ""
+            };
             if cpuprof_report::measure::is_scaled_unit(&t.unit) {
                 let measure = cpuprof_report::measure::Measure::select(
                     &t.unit,
@@ -549,14 +582,14 @@ impl App {
                 );
                 let _ = write!(
                     html,
-                    "<span>Total: {} ({})</span>",
+                    "<span>Total: {} ({}){of_base}</span>",
                     escape(&measure.label(total)),
                     escape(&t.kind)
                 );
             } else {
                 let _ = write!(
                     html,
-                    "<span>Total: {} {} ({})</span>",
+                    "<span>Total: {} {} ({}){of_base}</span>",
                     total,
                     escape(&t.unit),
                     escape(&t.kind)

@@ -151,9 +151,12 @@ with sync_playwright() as pw:
     for name in ['burn_a', 'burn_b', 'burn_c', 'main']:
         cells = page.get_by_role('row').filter(has=page.get_by_role('cell', name=name, exact=True)).locator('td')
         diff_top[name] = {'flat': cells.nth(0).text_content(), 'cum': cells.nth(3).text_content(),
+                          'cum_percent': cells.nth(4).text_content(),
                           'cum_colour': cells.nth(3).evaluate('c => getComputedStyle(c).color')}
     seen['diff_top'] = diff_top
     seen['diff_legend'] = page.locator('#legend').text_content()
+    seen['diff_summary'] = page.locator('p.summary').text_content()
+    seen['diff_top_text'] = page.locator('body').inner_text()
     seen['diff_text_colour'] = page.evaluate('getComputedStyle(document.body).color')
     shot(page, 'diff-top')
     page.goto(DIFF_URL + '/ui/graph')
@@ -164,9 +167,13 @@ with sync_playwright() as pw:
                             'class': node.get_attribute('class')}
     seen['diff_graph'] = diff_graph
     seen['diff_graph_legend'] = page.locator('svg g.legend').text_content()
+    seen['diff_graph_text'] = page.locator('body').inner_text()
     shot(page, 'diff-graph')
     page.goto(DIFF_URL + '/ui/flamegraph')
     flame_ready(page)
+    seen['diff_flame_text'] = page.locator('body').inner_text()
+    page.goto(DIFF_URL + '/ui/peek?f=main')
+    seen['diff_peek_text'] = page.locator('body').inner_text()
     shot(page, 'diff-flamegraph')
 
     # Dark colour scheme.

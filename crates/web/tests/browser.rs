@@ -186,6 +186,55 @@ fn every_view_in_chromium() {
             .contains("coloured: significant changes"),
         "{seen:#}"
     );
+    // Without --confidence as with it, the values are changes from the
+    // base and the percentages are of the base's total, which the legend
+    // and the summary give (Go pprof's -diff_base); nothing is infinite
+    // or undefined.
+    let base_text = run_stdout(
+        Command::new(cpuprof_binary())
+            .args(["report", "--text"])
+            .arg(&shares.binary)
+            .arg(&shares.base),
+    );
+    let base_total: i64 = base_text
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("Total: "))
+        .and_then(|l| l.split_whitespace().next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{base_text}"));
+    let legend = seen["diff_legend"].as_str().unwrap();
+    assert!(
+        legend.contains(&format!("Total: {base_total} "))
+            && legend.contains("in the base: values are changes from it, percentages of it"),
+        "{legend}"
+    );
+    let summary = seen["diff_summary"].as_str().unwrap();
+    assert!(
+        summary.contains(&format!(" of {base_total} "))
+            && summary.contains("total in the base (rows are changes from it)"),
+        "{summary}"
+    );
+    for name in ["burn_a", "burn_b", "burn_c", "main"] {
+        assert_eq!(
+            top[name]["cum_percent"].as_str().unwrap(),
+            format!("{:.2}%", cum(name) as f64 * 100.0 / base_total as f64),
+            "{top:#}"
+        );
+    }
+    for view in [
+        "diff_top_text",
+        "diff_graph_text",
+        "diff_flame_text",
+        "diff_peek_text",
+        "diff_legend",
+    ] {
+        let text = seen[view].as_str().unwrap();
+        let undefined = text
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .any(|w| matches!(w, "inf" | "nan" | "NaN" | "Infinity"));
+        assert!(!undefined && !text.contains("(-)"), "{view}: {text}");
+    }
     // The graph: the server's colours (cpuprof_report::change's constants).
     let graph = &seen["diff_graph"];
     let node = |name: &str| {

@@ -17,7 +17,10 @@
 //! are the values as `--text` prints them (`1.82s`).
 //! `total` is the `Total:` of `--text` (every sample, before `--focus` and
 //! `--ignore`); `shown_total` is what the percentages are relative to (the
-//! kept samples). Rows are `--text`'s rows in its order (`--cum`,
+//! kept samples). In a diff (`--base`), `total` and `shown_total` are
+//! sums of changes, `base_total` (and `base_total_label`) is the base's
+//! total and the percentages are of it, as Go pprof's `-diff_base`
+//! prints them. Rows are `--text`'s rows in its order (`--cum`,
 //! `--nodecount` apply); percentages are the values `--text` prints
 //! (rounded to 0.1), or null when the total is zero.
 
@@ -26,7 +29,7 @@ use std::io::{self, Write};
 
 use crate::escape::push_json_string;
 use crate::graph::Graph;
-use crate::graph::{percent_base, row_measure, rows};
+use crate::graph::{percent_base, percent_total, row_measure, rows};
 use crate::measure::unit_word;
 use crate::options::Options;
 use crate::stacks::Stacks;
@@ -57,9 +60,11 @@ pub fn write_with(
     diff: Option<&crate::stats::DiffTable>,
 ) -> io::Result<()> {
     let shown_total = percent_base(graph);
+    // In a diff, percentages are of the base's total (`base_total`).
+    let of = percent_total(stacks, graph);
     let shares = crate::stats::Shares::new(stacks, shown_total, level);
     let rows = rows(stacks, graph, options);
-    let measure = row_measure(stacks, options, &rows, shown_total);
+    let measure = row_measure(stacks, options, &rows, of);
     let mut s = String::with_capacity(4096);
     s.push_str("{\"schema\":");
     string(&mut s, SCHEMA);
@@ -79,6 +84,10 @@ pub fn write_with(
     string(&mut s, &measure.label(stacks.grand_total));
     s.push_str(",\"shown_total_label\":");
     string(&mut s, &measure.label(shown_total));
+    if let Some(base) = stacks.base_total {
+        let _ = write!(s, ",\"base_total\":{base},\"base_total_label\":");
+        string(&mut s, &measure.label(base));
+    }
     s.push_str(",\"granularity\":");
     string(&mut s, stacks.granularity.name());
     let _ = write!(
@@ -98,9 +107,9 @@ pub fn write_with(
         s.push_str(",\"file\":");
         string(&mut s, &frame.file);
         let _ = write!(s, ",\"flat\":{},\"flat_percent\":", row.flat);
-        percent(&mut s, row.flat, shown_total);
+        percent(&mut s, row.flat, of);
         let _ = write!(s, ",\"cum\":{},\"cum_percent\":", row.cum);
-        percent(&mut s, row.cum, shown_total);
+        percent(&mut s, row.cum, of);
         s.push_str(",\"flat_label\":");
         string(&mut s, &measure.label(row.flat));
         s.push_str(",\"cum_label\":");

@@ -15,7 +15,7 @@
 
 use std::io::{self, Write};
 
-use crate::graph::{percent_base, row_measure, rows, trim_rows, Graph, Row};
+use crate::graph::{percent_base, percent_total, row_measure, rows, trim_rows, Graph, Row};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
@@ -54,19 +54,35 @@ pub fn write_annotated(
     if legacy.is_none() && is_scaled_unit(&stacks.sample_type.unit) {
         return write_go(out, stacks, graph, options, annotation);
     }
-    let total = percent_base(graph);
+    let total = percent_total(stacks, graph);
     let value = |v: i64| -> String {
         match legacy {
             Some(unit) => unit.format(v),
             None => v.to_string(),
         }
     };
-    if stacks.grand_total != 0 {
-        let word = match legacy {
-            Some(unit) => unit.word().to_string(),
-            None => unit_word(&stacks.sample_type),
-        };
-        writeln!(out, "Total: {} {word}", value(stacks.grand_total))?;
+    let word = match legacy {
+        Some(unit) => unit.word().to_string(),
+        None => unit_word(&stacks.sample_type),
+    };
+    match stacks.base_total {
+        // A diff (`--base`): the base's total, the rows being changes
+        // from it and their percentages of it (as Go's `-diff_base`).
+        Some(base) => {
+            let change = percent_base(graph);
+            writeln!(
+                out,
+                "Total: {} {word} in the base; rows are changes from it, percentages of it (shown: {}{} {word}, {})",
+                value(base),
+                if change > 0 { "+" } else { "" },
+                value(change),
+                Percent(change, total)
+            )?;
+        }
+        None if stacks.grand_total != 0 => {
+            writeln!(out, "Total: {} {word}", value(stacks.grand_total))?;
+        }
+        None => {}
     }
     if let Some(a) = &annotation {
         writeln!(out, "{}", a.legend)?;
@@ -139,7 +155,7 @@ fn digits(value: i64) -> usize {
 pub fn go_rows(stacks: &Stacks, graph: &Graph, options: &Options) -> (Vec<Row>, usize, usize) {
     // As in `--tree`: Go truncates the cutoff to a whole number of the
     // sample unit.
-    let node_cutoff = (percent_base(graph) as f64 * options.nodefraction)
+    let node_cutoff = (percent_total(stacks, graph) as f64 * options.nodefraction)
         .abs()
         .trunc();
     trim_rows(stacks, graph, options, node_cutoff, options.nodecount)
@@ -153,7 +169,8 @@ fn write_go(
     options: &Options,
     annotation: Option<Annotation>,
 ) -> io::Result<()> {
-    let total = stacks.grand_total;
+    // In a diff, the base's total (Go's `-diff_base`).
+    let total = stacks.percent_total();
     let (rows, dropped, candidates) = go_rows(stacks, graph, options);
     let measure = row_measure(stacks, options, &rows, total);
     let mut text = String::with_capacity(256 + rows.len() * 80);

@@ -35,7 +35,7 @@ use rustc_hash::FxHashMap;
 use regex::Regex;
 
 use crate::callgraph::DEFAULT_NODECOUNT;
-use crate::graph::{percent_base, row_measure, rows, trim_rows, Edge, Graph, Row, CUTOFF_SLACK};
+use crate::graph::{percent_total, row_measure, rows, trim_rows, Edge, Graph, Row, CUTOFF_SLACK};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Measure, Percentage};
 use crate::options::Options;
@@ -71,11 +71,12 @@ pub fn write_with(
     options: &Options,
     shares: Option<&crate::stats::Shares>,
 ) -> io::Result<()> {
-    let kept_total = percent_base(graph);
+    // In a diff, the base's total (Go's `-diff_base`).
+    let kept_total = percent_total(stacks, graph);
     // Values with a unit: Go's percentages of every sample's total.
     let scaled = is_scaled_unit(&stacks.sample_type.unit);
     let total = if scaled {
-        stacks.grand_total
+        stacks.percent_total()
     } else {
         kept_total
     };
@@ -142,7 +143,7 @@ pub fn write_peek(
     options: &Options,
     re: &Regex,
 ) -> io::Result<()> {
-    let total = percent_base(graph);
+    let total = percent_total(stacks, graph);
     let all = Options {
         nodecount: None,
         ..options.clone()
@@ -158,7 +159,11 @@ pub fn write_peek(
     }
     let edges = edges_touching(stacks, &rows);
     let scaled = is_scaled_unit(&stacks.sample_type.unit);
-    let total = if scaled { stacks.grand_total } else { total };
+    let total = if scaled {
+        stacks.percent_total()
+    } else {
+        total
+    };
     let measure = scaled.then(|| row_measure(stacks, options, &rows, total));
     if let Some(m) = &measure {
         for label in profile_labels(stacks, options, m, total) {
