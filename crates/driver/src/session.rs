@@ -241,10 +241,12 @@ impl Session {
             command,
             arg,
         };
+        // The time ranges come first: a profile without sample times is
+        // refused before any output, gprof's included.
+        let timed = self.timed(config)?;
         if let Output::Gprof = command.output {
             return cx.with_writer(output_file.as_deref(), destination, |out| cx.gprof(out));
         }
-        let timed = self.timed(config)?;
         // Flame graphs and timelines draw the profiles, not their
         // difference (widths and activity cannot be negative).
         let profile: &Profile = match (&command.output, &timed.parts) {

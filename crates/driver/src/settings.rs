@@ -1102,6 +1102,32 @@ mod tests {
     }
 
     #[test]
+    fn time_ranges_are_checked_cleared_and_carried_in_urls() {
+        let mut c = Config::default();
+        assert_eq!(c.time_range("time").unwrap(), None);
+        c.set("time", Some("1.5s:2s")).unwrap();
+        let range = c.time_range("time").unwrap().unwrap();
+        assert_eq!(
+            (range.start, range.end),
+            (1_500_000_000, Some(2_000_000_000))
+        );
+        let e = c.set("time", Some("2s:1s")).unwrap_err().to_string();
+        assert_eq!(e, "time=2s:1s: the end must come after the start");
+        let e = c.set("base-time", Some("1x:")).unwrap_err().to_string();
+        assert!(e.starts_with("base_time=1x:: 1x: expected a unit"), "{e}");
+        assert_eq!(c.to_query(&Config::default()), "t=1.5s%3A2s");
+        let back = Config::from_query("t=1.5s%3A2s&bt=%3A1s").unwrap();
+        assert_eq!(back.get("time"), "1.5s:2s");
+        assert_eq!(
+            back.time_range("base_time").unwrap().unwrap().end,
+            Some(1_000_000_000)
+        );
+        assert!(Config::from_query("t=3s%3A1s").is_err());
+        c.clear_filters();
+        assert_eq!(c.get("time"), "");
+    }
+
+    #[test]
     fn listing_has_every_setting_with_choices() {
         let listing = Config::default().listing(&["samples".into(), "cpu".into()]);
         assert_eq!(listing.lines().count(), SETTINGS.len());
