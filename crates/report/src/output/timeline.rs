@@ -3,7 +3,8 @@
 //! fixed-width columns, from each kept sample's time ([`crate::time`]).
 //!
 //! A thread is named by its `thread_name` label (the agent; id in
-//! `thread_id`) or `thread_comm` (perf; id in `tid`). With a regex, each
+//! `thread_id`), else `thread_comm` (perf.data; id in `tid`), else `comm`
+//! (`perf script` text). With a regex, each
 //! thread has a second line below its own: the samples whose stack holds
 //! a frame matching it, drawn on the same scale.
 
@@ -249,15 +250,26 @@ fn bars(columns: &[i64], full: f64) -> String {
         .collect()
 }
 
-/// The thread of a sample: its name (`thread_name`, else `thread_comm`)
-/// and id (`thread_id`, else `tid`; -1 when none).
+/// The label keys that name a thread, best first: the agent's, perf.data's
+/// thread name, `perf script`'s command name.
+const THREAD_NAME_KEYS: [&str; 3] = ["thread_name", "thread_comm", "comm"];
+
+/// The thread of a sample: its name (the first of [`THREAD_NAME_KEYS`] it
+/// has) and id (`thread_id`, else `tid`; -1 when none).
 fn thread_of(sample: &Sample) -> (String, i64) {
     let mut name = String::new();
+    let mut name_rank = THREAD_NAME_KEYS.len();
     let mut id = -1;
     for label in &sample.labels {
         match (&label.value, label.key.as_str()) {
-            (LabelValue::Str(s), "thread_name") => name = s.clone(),
-            (LabelValue::Str(s), "thread_comm") if name.is_empty() => name = s.clone(),
+            (LabelValue::Str(s), key) => {
+                if let Some(rank) = THREAD_NAME_KEYS.iter().position(|k| *k == key) {
+                    if rank < name_rank {
+                        name_rank = rank;
+                        name = s.clone();
+                    }
+                }
+            }
             (LabelValue::Num { value, .. }, "thread_id") => id = *value,
             (LabelValue::Num { value, .. }, "tid") if id < 0 => id = *value,
             _ => {}
@@ -355,6 +367,34 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn threads_are_named_by_the_best_label() {
+        let text = |key: &str, value: &str| Label {
+            key: key.into(),
+            value: LabelValue::Str(value.into()),
+        };
+        let sample = |labels| Sample {
+            locations: vec![],
+            values: vec![1],
+            labels,
+        };
+        let perf = sample(vec![
+            text("comm", "app"),
+            text("thread_comm", "worker"),
+            num("tid", 9),
+        ]);
+        assert_eq!(thread_of(&perf), ("worker".to_string(), 9));
+        let script = sample(vec![num("tid", 9), text("comm", "app")]);
+        assert_eq!(thread_label(&thread_of(&script)), "app (9)");
+        let agent = sample(vec![
+            text("thread_name", "io"),
+            num("thread_id", 4),
+            num("tid", 5),
+        ]);
+        assert_eq!(thread_label(&thread_of(&agent)), "io (4)");
+        assert_eq!(thread_label(&thread_of(&sample(vec![]))), "(no thread)");
     }
 
     #[test]
