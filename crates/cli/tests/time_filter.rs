@@ -158,6 +158,25 @@ fn each_window_is_its_phase() {
     let second = report(p, &["--text", "--time=1.1s:"]);
     let (_, b) = shares(&second, "fnB").unwrap_or_else(|| panic!("no fnB:\n{second}"));
     assert!(b >= 90.0, "fnB is {b}% of 1.1s::\n{second}");
+    // `perf script` text of the same recording has the same times: the
+    // same window, the same numbers.
+    let script = p.dir.path().join("phases.script");
+    let text = run_stdout(Command::new("perf").arg("script").arg("-i").arg(&p.data));
+    std::fs::write(&script, text).unwrap();
+    let mut cmd = cpuprof();
+    cmd.args(["report", "--text", "--time=0:0.9s"]).arg(&script);
+    let from_script = run_stdout(&mut cmd);
+    let summary = |t: &str| {
+        t.lines()
+            .find(|l| l.starts_with("Showing nodes"))
+            .map(str::to_string)
+    };
+    assert_eq!(
+        summary(&from_script),
+        summary(&first),
+        "{from_script}\n{first}"
+    );
+    assert!(summary(&first).is_some(), "{first}");
     // The whole profile has both; the windows are parts of it.
     let whole = report(p, &["--text"]);
     assert!(shares(&whole, "fnA").is_some() && shares(&whole, "fnB").is_some());
