@@ -362,6 +362,7 @@ fn probe(name: &str, kind: Kind, dir: &Path) -> (&'static str, String) {
                 Kind::Text => "x".into(),
                 Kind::TagFilter => "worker=a".into(),
                 Kind::Unit => "ms".into(),
+                Kind::TimeRange => "0:1s".into(),
                 Kind::Choice(choices) => choices[choices.len() - 1].into(),
             },
         ),
@@ -375,6 +376,12 @@ fn every_setting_means_the_same_on_the_command_line_and_in_the_shell() {
     }
     let dir = TempDir::new().unwrap();
     for setting in SETTINGS {
+        // spin's gperftools profile has no sample times (time= fails there
+        // in one line): crates/cli/tests/time_filter.rs tests time and
+        // base_time on a perf recording, also in the shell.
+        if setting.kind == Kind::TimeRange {
+            continue;
+        }
         let (command, value) = probe(setting.name, setting.kind, dir.path());
         let (name, arg) = command.split_once(' ').unwrap_or((command, ""));
         let flag = if arg.is_empty() {

@@ -130,6 +130,11 @@ fn command_arg(c: &'static CommandDef) -> Option<Arg> {
         Flag::None => return None,
         Flag::Switch => arg.action(ArgAction::SetTrue),
         Flag::Regex => arg.value_name("RE"),
+        Flag::OptionalRegex => arg
+            .value_name("RE")
+            .num_args(0..=1)
+            .require_equals(true)
+            .default_missing_value(""),
         Flag::FlameFormat => arg
             .value_name("html|svg")
             .num_args(0..=1)
@@ -176,9 +181,10 @@ impl FromArgMatches for OutputFlag {
                         self.0 = Some((c, None));
                     }
                 }
-                Flag::Regex | Flag::FlameFormat => {
+                Flag::Regex | Flag::FlameFormat | Flag::OptionalRegex => {
                     if let Some(v) = matches.get_one::<String>(c.name) {
-                        self.0 = Some((c, Some(v.clone())));
+                        let v = (!v.is_empty() || c.flag != Flag::OptionalRegex).then(|| v.clone());
+                        self.0 = Some((c, v));
                     }
                 }
             }
@@ -219,6 +225,7 @@ mod tests {
                 Kind::Level => "99",
                 Kind::TagFilter => "worker=a,b",
                 Kind::Unit => "ms",
+                Kind::TimeRange => "1.5s:2s",
             };
             let flag = format!("--{}={value}", s.name);
             let parsed = parse(&[&flag]).unwrap_or_else(|e| panic!("{flag}: {e}"));

@@ -41,6 +41,8 @@ pub enum Output {
     Dcpiprof,
     /// gprof's own report of gmon.out files.
     Gprof,
+    /// Each thread's activity over time, in block characters.
+    Timeline,
 }
 
 /// A file format of the call graph.
@@ -91,6 +93,8 @@ pub enum Flag {
     Regex,
     /// `--NAME[=html|svg]`.
     FlameFormat,
+    /// `--NAME[=RE]` (an optional regex).
+    OptionalRegex,
 }
 
 /// One report command.
@@ -270,6 +274,9 @@ pub static COMMANDS: &[CommandDef] = &[
     command!("icicle", [], O::Flame(FlameKind::Icicle), false, Flag::FlameFormat,
         "The flame graph with the root on top",
         "[focus_regex]* [-ignore_regex]* [> file.html|file.svg]"),
+    command!("timeline", [], O::Timeline, false, Flag::OptionalRegex,
+        "Each thread's CPU activity over time in block characters (60 columns); with RE, a second line per thread for the samples with a frame matching RE",
+        "[RE] [focus_regex]* [-ignore_regex]* [> file]"),
     command!("dcpiprof", [], O::Dcpiprof, false, Flag::Switch,
         "One row per procedure and image, like DCPI's dcpiprof",
         "[> file]"),
@@ -297,7 +304,7 @@ pub const SHELL_WORDS: &[(&str, &str)] = &[
     ),
     (
         ":",
-        "Clear every filter (focus, ignore, hide, show, show_from, tagfocus, tagignore, tagshow, taghide)",
+        "Clear every filter (focus, ignore, hide, show, show_from, tagfocus, tagignore, tagshow, taghide, time, base_time)",
     ),
     ("quit", "Leave the shell (also: exit, q, Ctrl-D)"),
 ];

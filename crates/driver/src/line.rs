@@ -222,6 +222,14 @@ pub fn parse_grammar(line: &str, sample_types: &[String]) -> Result<Line, LineEr
             )));
         }
         invocation.regex = Some(args.remove(0).to_string());
+    } else if command.output == Output::Timeline {
+        // `timeline [RE]`: the first word that is not a count, an ignore
+        // regex or a file is the regex highlighted.
+        if let Some(first) = args.first() {
+            if !first.starts_with(['-', '>']) && first.parse::<i64>().is_err() {
+                invocation.regex = Some(args.remove(0).to_string());
+            }
+        }
     } else if command.output == Output::Callgrind {
         // perl pprof: `callgrind [file]`.
         if let Some(first) = args.first() {
@@ -438,6 +446,10 @@ pub fn help_for(word: &str, sample_types: &[String]) -> Result<String, LineError
             Kind::Level => "a confidence level in percent, or 0 for off".to_string(),
             Kind::Unit => {
                 "minimum, auto, or a unit (ns, us, ms, s, hrs; B, kB, MB, GB, TB, PB)".to_string()
+            }
+            Kind::TimeRange => {
+                "START:END, offsets from the profile's start with units (1.5s:2s, :500ms, 2s:)"
+                    .to_string()
             }
             Kind::TagFilter => {
                 "a label filter: key=RE[,RE], RE[,RE] on key:value, or key=RANGE (bytes=1kb:64kb)"
@@ -657,7 +669,7 @@ mod props {
         #[test]
         fn written_invocations_parse_back(
             command in proptest::sample::select(
-                COMMANDS.iter().filter(|c| !c.takes_regex && c.output != Output::Callgrind)
+                COMMANDS.iter().filter(|c| !c.takes_regex && !matches!(c.output, Output::Callgrind | Output::Timeline))
                     .map(|c| c.name).collect::<Vec<_>>()),
             count in proptest::option::of(0i64..1000),
             focus in proptest::collection::vec("[a-z_][a-z_0-9]{0,8}", 0..3),

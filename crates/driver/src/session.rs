@@ -4,6 +4,7 @@
 //! frames dropped, filters, granularity) → graph → the output module, all
 //! in this one function's dispatch.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use cpuprof_report::output::flame::{self, FlameFormat, FlameOptions, FlameOrient
 use cpuprof_report::output::{disasm, listing, text};
 use cpuprof_report::source::SourceFiles;
 use cpuprof_report::stats::{self, DiffTable, Shares};
+use cpuprof_report::time::{Span, TimeRange};
 use cpuprof_report::{instructions, lines, Granularity, Graph, Options, Stacks};
 
 use crate::commands::{CommandDef, FlameKind, Output};
@@ -158,9 +160,10 @@ impl Session {
         if let Some(base) = &self.sources.base {
             greeting.push_str(&format!("Base: {} (subtracted)\n", base.display()));
         }
-        let options = config.report_options(&self.profile)?;
-        let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
-        let stacks = self.with_base(&self.profile, stacks, &options);
+        let timed = self.timed(config)?;
+        let options = config.report_options(&timed.profile)?;
+        let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
+        let stacks = timed.with_base(&timed.profile, stacks, &options);
         // In a diff, the base's total, which percentages are of.
         let of_base = if stacks.base_total.is_some() {
             " in the base (values are changes from it)"
@@ -245,12 +248,17 @@ impl Session {
             command,
             arg,
         };
+        // The time ranges come first: a profile without sample times is
+        // refused before any output, gprof's included.
+        let timed = self.timed(config)?;
         if let Output::Gprof = command.output {
             return cx.with_writer(output_file.as_deref(), destination, |out| cx.gprof(out));
         }
-        let profile = match (&command.output, &self.parts) {
-            (Output::Flame(_), Some((sum, _))) => sum,
-            _ => &self.profile,
+        // Flame graphs and timelines draw the profiles, not their
+        // difference (widths and activity cannot be negative).
+        let profile: &Profile = match (&command.output, &timed.parts) {
+            (Output::Flame(_) | Output::Timeline, Some((sum, _))) => sum,
+            _ => &timed.profile,
         };
         let mut options = config.report_options(profile)?;
         match command.output {
@@ -259,12 +267,20 @@ impl Session {
             Output::Disasm | Output::Weblist => options.granularity = Granularity::Addresses,
             _ => {}
         }
-        let cache = std::ptr::eq(profile, &self.profile).then_some(&self.frames);
-        let stacks = self.with_base(
+        let cache = std::ptr::eq(profile, &*timed.profile)
+            .then(|| timed.cache(self))
+            .flatten();
+        let stacks = timed.with_base(
             profile,
             Stacks::build_cached(profile, &options, cache),
             &options,
         );
+        if command.output == Output::Timeline && !timed.has_times(&self.profile) {
+            bail!(
+                "{}: no sample times (no timestamp_ns labels; gperftools-format profiles have none): no timeline",
+                self.profile_names()
+            );
+        }
         // Nothing left to show: say why (a filter, or no samples at all),
         // for every output; the graphs have nothing to draw.
         if let Some(why) = stacks.why_empty(&options) {
@@ -278,6 +294,7 @@ impl Session {
             options: &options,
             profile,
             stacks: &stacks,
+            timed: &timed,
         };
         match command.output {
             Output::Graph(format, viewer) => {
@@ -329,7 +346,8 @@ impl Session {
     /// and the profiles, tested at `level` (Holm–Bonferroni across them),
     /// under `config`'s filters. `None` without a base.
     pub fn diff_table(&self, config: &Config, level: f64) -> Result<Option<DiffTable>> {
-        let Some((sum, base)) = &self.parts else {
+        let timed = self.timed(config)?;
+        let Some((sum, base)) = &timed.parts else {
             return Ok(None);
         };
         let options = config.report_options(sum)?;
@@ -370,22 +388,6 @@ impl Session {
         self.parts.as_ref().map(|(_, base)| base)
     }
 
-    /// `stacks` of `profile`, marked as a diff's when `profile` is the
-    /// profiles minus the base: percentages of the base's total.
-    fn with_base<'p>(
-        &self,
-        profile: &Profile,
-        stacks: Stacks<'p>,
-        options: &Options,
-    ) -> Stacks<'p> {
-        match &self.parts {
-            Some((_, base)) if std::ptr::eq(profile, &self.profile) => {
-                stacks.with_base(base, options)
-            }
-            _ => stacks,
-        }
-    }
-
     /// Every source file named by the profile's debug info (its
     /// functions' file names, as DWARF gives them), sorted: the only
     /// files the web UI's source view may read.
@@ -407,8 +409,9 @@ impl Session {
     /// a profile with the labels tagshow/taghide show and the pseudo-frames
     /// of tagroot/tagleaf: the web UI's download of the current view.
     pub fn filtered_profile(&self, config: &Config) -> Result<Profile> {
-        let options = config.report_options(&self.profile)?;
-        let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
+        let timed = self.timed(config)?;
+        let options = config.report_options(&timed.profile)?;
+        let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         Ok(cpuprof_report::filtered::labelled_profile(
             &stacks,
             &options.tags,
@@ -420,12 +423,142 @@ impl Session {
     /// time order. Returns the notes (samples without times, samples left
     /// out).
     pub fn write_speedscope(&self, config: &Config, out: &mut dyn Write) -> Result<Vec<String>> {
-        let options = config.report_options(&self.profile)?;
-        let stacks = Stacks::build_cached(&self.profile, &options, Some(&self.frames));
+        let timed = self.timed(config)?;
+        let options = config.report_options(&timed.profile)?;
+        let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         let name = self.program_name();
         Ok(cpuprof_report::output::speedscope::write(
             out, &stacks, &name,
         )?)
+    }
+}
+
+/// The profiles a report reads once the `time` and `base_time` ranges
+/// have kept their samples: the first filter, before every other.
+struct Timed<'a> {
+    /// What reports read (the base subtracted).
+    profile: Cow<'a, Profile>,
+    /// With a base: the profiles and the base apart.
+    parts: Option<(Cow<'a, Profile>, Cow<'a, Profile>)>,
+    /// `profile` has the session profile's locations (the frame cache
+    /// serves it).
+    same_locations: bool,
+    /// The `time` range asked for.
+    range: Option<TimeRange>,
+}
+
+impl Timed<'_> {
+    /// The session's frame cache when it serves `profile`.
+    fn cache<'s>(&self, session: &'s Session) -> Option<&'s cpuprof_report::stacks::FrameCache> {
+        self.same_locations.then_some(&session.frames)
+    }
+
+    /// True when `whole` (the profile before any range) has sample times.
+    fn has_times(&self, whole: &Profile) -> bool {
+        Span::of(whole).is_some()
+    }
+
+    /// In a diff, `stacks` of the reported profile with the base's total
+    /// (under the base's own time range), which percentages are of.
+    fn with_base<'p>(
+        &self,
+        profile: &Profile,
+        stacks: Stacks<'p>,
+        options: &Options,
+    ) -> Stacks<'p> {
+        match &self.parts {
+            Some((_, base)) if std::ptr::eq(profile, &*self.profile) => {
+                stacks.with_base(base, options)
+            }
+            _ => stacks,
+        }
+    }
+}
+
+impl Session {
+    /// The profile names in messages: the profiles among the inputs.
+    fn profile_names(&self) -> String {
+        let names: Vec<String> = self
+            .profiles
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        names.join(", ")
+    }
+
+    /// The profiles under `config`'s `time` and `base_time` ranges (each
+    /// counted from its own profile's start); borrowed when none is set.
+    fn timed(&self, config: &Config) -> Result<Timed<'_>> {
+        let time = config.time_range("time")?;
+        let base_time = config.time_range("base_time")?;
+        if time.is_none() && base_time.is_none() {
+            return Ok(Timed {
+                profile: Cow::Borrowed(&self.profile),
+                parts: self
+                    .parts
+                    .as_ref()
+                    .map(|(s, b)| (Cow::Borrowed(s), Cow::Borrowed(b))),
+                same_locations: true,
+                range: None,
+            });
+        }
+        let keep = |profile, range, setting, names: &dyn Fn() -> String| {
+            keep_time_range(profile, range, setting, config.get(setting), names)
+        };
+        match (&self.parts, &self.sources.base) {
+            (Some((sum, base)), Some(base_path)) => {
+                let sum = keep(sum, time, "time", &|| self.profile_names())?;
+                let base = keep(base, base_time, "base_time", &|| {
+                    base_path.display().to_string()
+                })?;
+                let mut negative = base.clone().into_owned();
+                negative.scale(-1);
+                let diff = cpuprof_profile::merge::merge(vec![sum.clone().into_owned(), negative])
+                    .context("--base")?;
+                Ok(Timed {
+                    profile: Cow::Owned(diff),
+                    parts: Some((sum, base)),
+                    same_locations: false,
+                    range: time,
+                })
+            }
+            _ => {
+                if base_time.is_some() {
+                    bail!(
+                        "base_time={}: there is no base profile (--base)",
+                        config.get("base_time")
+                    );
+                }
+                Ok(Timed {
+                    profile: keep(&self.profile, time, "time", &|| self.profile_names())?,
+                    parts: None,
+                    same_locations: true,
+                    range: time,
+                })
+            }
+        }
+    }
+}
+
+/// `profile`'s samples in `range` (the value of `setting`), all of them
+/// when no range is given; `names` names the profile in the one-line
+/// error of a profile without sample times.
+fn keep_time_range<'p>(
+    profile: &'p Profile,
+    range: Option<TimeRange>,
+    setting: &str,
+    value: &str,
+    names: &dyn Fn() -> String,
+) -> Result<Cow<'p, Profile>> {
+    let Some(range) = range else {
+        return Ok(Cow::Borrowed(profile));
+    };
+    match range.filter(profile) {
+        Some(kept) => Ok(Cow::Owned(kept)),
+        None => bail!(
+            "{}: no sample times (no timestamp_ns labels; gperftools-format profiles have none): cannot keep {setting}={value}",
+            names()
+        ),
     }
 }
 
@@ -567,6 +700,7 @@ struct RenderContext<'a> {
     options: &'a Options,
     profile: &'a Profile,
     stacks: &'a Stacks<'a>,
+    timed: &'a Timed<'a>,
 }
 
 impl RenderContext<'_> {
@@ -733,6 +867,7 @@ impl RenderContext<'_> {
                 )?;
             }
             Output::Flame(kind) => self.flame(kind, out)?,
+            Output::Timeline => self.timeline(out)?,
             Output::Graph(..) | Output::Weblist | Output::Gprof => {
                 bail!("{} is not written to a stream", self.cx.command.name)
             }
@@ -805,7 +940,8 @@ impl RenderContext<'_> {
             intervals,
             ..FlameOptions::default()
         };
-        let base_stacks = session
+        let base_stacks = self
+            .timed
             .parts
             .as_ref()
             .map(|(_, base)| Stacks::build(base, self.options));
@@ -820,6 +956,36 @@ impl RenderContext<'_> {
         }
         let input = flame::input_from_stacks(&title.join(" "), self.stacks, base_stacks.as_ref());
         flame::write_flame(&input, &flame_options, out)?;
+        Ok(())
+    }
+
+    /// The timeline of the kept samples, its offsets counted from the
+    /// whole profile's start and its columns over the `time` range.
+    fn timeline(&self, out: &mut dyn Write) -> Result<()> {
+        let session = self.cx.session;
+        let whole = match &session.parts {
+            Some((sum, _)) => sum,
+            None => &session.profile,
+        };
+        let origin = Span::of(whole).map_or(0, |span| span.origin);
+        let highlight = match self.cx.arg {
+            Some(_) => Some(self.cx.regex()?),
+            None => None,
+        };
+        let range = self.timed.range;
+        let options = cpuprof_report::output::timeline::TimelineOptions {
+            origin,
+            from: range.map_or(0, |r| r.start),
+            to: range.and_then(|r| r.end),
+            width: cpuprof_report::output::timeline::DEFAULT_WIDTH,
+            highlight: highlight.as_ref(),
+        };
+        cpuprof_report::output::timeline::write(
+            out,
+            self.stacks,
+            &options,
+            &session.profile_names(),
+        )?;
         Ok(())
     }
 

@@ -14,6 +14,7 @@ use std::fmt;
 use anyhow::{bail, Result};
 use cpuprof_profile::Profile;
 use cpuprof_report::tags::{parse_keys, TagFilter, TagOptions};
+use cpuprof_report::time::TimeRange;
 use cpuprof_report::{Granularity, Options};
 use regex::Regex;
 
@@ -41,6 +42,9 @@ pub enum Kind {
     /// The unit values are printed in: `minimum`, `auto`, or a unit
     /// (`ms`, `kB`), as Go pprof's `-unit`.
     Unit,
+    /// A time range, `START:END` offsets from the profile's start with
+    /// units (`1.5s:2s`, `:500ms`, `2s:`); empty: the whole profile.
+    TimeRange,
 }
 
 /// One report setting.
@@ -133,6 +137,12 @@ impl Setting {
                     ),
                 },
             },
+            Kind::TimeRange => {
+                if !value.is_empty() {
+                    TimeRange::parse(self.name, value).map_err(|e| anyhow::anyhow!(e))?;
+                }
+                value.to_string()
+            }
             Kind::Unit => match cpuprof_report::measure::check_unit(value) {
                 Ok(()) => value.to_string(),
                 Err(e) => bail!("{e}"),
@@ -173,6 +183,17 @@ pub const GRANULARITIES: &[&str] = &["functions", "lines", "addresses", "files"]
 
 /// Every report setting. Kept in alphabetical order (the order of `o`).
 pub static SETTINGS: &[Setting] = &[
+    Setting {
+        name: "base_time",
+        kind: Kind::TimeRange,
+        default: "",
+        help: "With --base: keep only the base's samples taken in START:END, offsets from the base's own start (see time)",
+        url: Some("bt"),
+        aliases: &["base-time"],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "START:END",
+    },
     Setting {
         name: "confidence",
         kind: Kind::Level,
@@ -471,6 +492,17 @@ pub static SETTINGS: &[Setting] = &[
         value_name: "RE",
     },
     Setting {
+        name: "time",
+        kind: Kind::TimeRange,
+        default: "",
+        help: "Keep only the samples taken in START:END, offsets from the profile's start (1.5s:2s, :500ms, 2s:; ns, us, ms, s, min, h; a bare number is seconds), before every other filter",
+        url: Some("t"),
+        aliases: &[],
+        choices_stand_alone: false,
+        filter: true,
+        value_name: "START:END",
+    },
+    Setting {
         name: "trim_path",
         kind: Kind::Text,
         default: "",
@@ -679,8 +711,8 @@ impl Config {
     }
 
     /// Resets every filter (`focus`, `ignore`, `hide`, `show`,
-    /// `show_from`, `tagfocus`, `tagignore`, `tagshow`, `taghide`): the
-    /// shell's `:`.
+    /// `show_from`, `tagfocus`, `tagignore`, `tagshow`, `taghide`, `time`,
+    /// `base_time`): the shell's `:`.
     pub fn clear_filters(&mut self) {
         for (s, v) in SETTINGS.iter().zip(&mut self.values) {
             if s.filter {
@@ -788,6 +820,14 @@ impl Config {
             tags: self.tag_options()?,
             unit: self.get("unit").to_string(),
         })
+    }
+
+    /// The `time` range (`which` = `"time"`) or the `base_time` range
+    /// asked for, if any.
+    pub fn time_range(&self, which: &str) -> Result<Option<TimeRange>> {
+        self.text(which)
+            .map(|v| TimeRange::parse(which, v).map_err(|e| anyhow::anyhow!(e)))
+            .transpose()
     }
 
     /// The label options these settings mean.
@@ -1059,6 +1099,32 @@ mod tests {
         assert!(Config::from_query("f=(").is_err());
         assert_eq!(url_decode("a+b%2"), "a b%2");
         assert_eq!(url_decode("%zz%41"), "%zzA");
+    }
+
+    #[test]
+    fn time_ranges_are_checked_cleared_and_carried_in_urls() {
+        let mut c = Config::default();
+        assert_eq!(c.time_range("time").unwrap(), None);
+        c.set("time", Some("1.5s:2s")).unwrap();
+        let range = c.time_range("time").unwrap().unwrap();
+        assert_eq!(
+            (range.start, range.end),
+            (1_500_000_000, Some(2_000_000_000))
+        );
+        let e = c.set("time", Some("2s:1s")).unwrap_err().to_string();
+        assert_eq!(e, "time=2s:1s: the end must come after the start");
+        let e = c.set("base-time", Some("1x:")).unwrap_err().to_string();
+        assert!(e.starts_with("base_time=1x:: 1x: expected a unit"), "{e}");
+        assert_eq!(c.to_query(&Config::default()), "t=1.5s%3A2s");
+        let back = Config::from_query("t=1.5s%3A2s&bt=%3A1s").unwrap();
+        assert_eq!(back.get("time"), "1.5s:2s");
+        assert_eq!(
+            back.time_range("base_time").unwrap().unwrap().end,
+            Some(1_000_000_000)
+        );
+        assert!(Config::from_query("t=3s%3A1s").is_err());
+        c.clear_filters();
+        assert_eq!(c.get("time"), "");
     }
 
     #[test]

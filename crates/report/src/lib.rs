@@ -21,6 +21,8 @@
 //!   [`filtered`]: the kept samples as a profile again;
 //! - [`stats`]: confidence intervals and the significance of a diff's
 //!   changes; [`change`]: a node's change and the colours of a diff;
+//! - [`time`]: each sample's time (`timestamp_ns`), the profile's time
+//!   origin (defined there once) and `--time` ranges;
 //! - [`names`], [`escape`]: names and escaped text; [`legend`]: the
 //!   profile's labels above a report;
 //! - [`measure`]: the only place where a value becomes text (units
@@ -49,6 +51,7 @@ pub mod source;
 pub mod stacks;
 pub mod stats;
 pub mod tags;
+pub mod time;
 
 pub use graph::{Edge, Graph, Node, NodeId};
 pub use options::{Granularity, Options};

@@ -4,7 +4,8 @@
 //!
 //! - Text: [`text`] (`--text`/`--top`), [`tree`] (`--tree`, `--peek`),
 //!   [`traces`], [`tags`] (`--tags`), [`listing`] (`--list`),
-//!   [`disasm`], [`dcpiprof`], [`gprof`] (gprof's `-b` report);
+//!   [`disasm`], [`dcpiprof`], [`gprof`] (gprof's `-b` report),
+//!   [`timeline`] (each thread's activity over time in block characters);
 //! - graphs: [`dot`] (Graphviz DOT), [`svg`] (drawn without Graphviz,
 //!   laid out by [`svg::layout`]), [`flame`] (flame graphs, SVG and
 //!   HTML), [`weblist`] (source and disassembly on one HTML page);
@@ -27,6 +28,7 @@ pub mod speedscope;
 pub mod svg;
 pub mod tags;
 pub mod text;
+pub mod timeline;
 pub mod traces;
 pub mod tree;
 pub mod weblist;

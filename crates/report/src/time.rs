@@ -1,0 +1,321 @@
+//! When samples were taken: each sample's time (its numeric label
+//! `timestamp_ns`, the name `perf_to_profile` gives it), the profile's
+//! time origin, and time ranges (`--time=1.5s:2s`) given as offsets from
+//! that origin.
+//!
+//! The origin is defined here once, for every interface: the profile's
+//! `time_nanos` when every sample time is at or after it and the first
+//! one follows it closely (the agent writes epoch times on the clock of
+//! `time_nanos`), else the earliest sample time (perf.data's times count
+//! from boot, not from the epoch).
+
+use cpuprof_profile::{LabelValue, Profile, Sample};
+
+/// The label key of a sample's time, in nanoseconds.
+pub const TIMESTAMP_KEY: &str = "timestamp_ns";
+
+/// How long after the profile's `time_nanos` the first sample may come
+/// for `time_nanos` to be the origin (longer: the clocks differ).
+const ORIGIN_SLACK_NANOS: i64 = 3_600_000_000_000;
+
+/// The time of `sample` (its `timestamp_ns` label), if it has one.
+pub fn sample_time(sample: &Sample) -> Option<i64> {
+    sample.labels.iter().find_map(|l| match &l.value {
+        LabelValue::Num { value, .. } if l.key == TIMESTAMP_KEY => Some(*value),
+        _ => None,
+    })
+}
+
+/// The span of a profile's sample times.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Span {
+    /// The time offsets count from (ns, on the samples' clock).
+    pub origin: i64,
+    /// The earliest sample time.
+    pub first: i64,
+    /// The latest sample time.
+    pub last: i64,
+}
+
+impl Span {
+    /// The span of `profile`'s sample times; `None` when no sample has a
+    /// time.
+    pub fn of(profile: &Profile) -> Option<Span> {
+        let mut times = profile.samples.iter().filter_map(sample_time);
+        let first_time = times.next()?;
+        let (first, last) = times.fold((first_time, first_time), |(lo, hi), t| {
+            (lo.min(t), hi.max(t))
+        });
+        Some(Span {
+            origin: origin(profile.time_nanos, profile.duration_nanos, first),
+            first,
+            last,
+        })
+    }
+
+    /// The offset of the last sample from the origin: the duration the
+    /// samples cover.
+    pub fn duration(&self) -> i64 {
+        self.last.saturating_sub(self.origin)
+    }
+}
+
+/// The origin of a profile collected at `time_nanos` for `duration_nanos`
+/// whose earliest sample time is `first`.
+pub fn origin(time_nanos: i64, duration_nanos: i64, first: i64) -> i64 {
+    let slack = ORIGIN_SLACK_NANOS.max(duration_nanos);
+    if time_nanos > 0 && first >= time_nanos && first - time_nanos <= slack {
+        time_nanos
+    } else {
+        first
+    }
+}
+
+/// A range of offsets from the profile's origin, in nanoseconds: the
+/// samples at or after `start` and before `end` (half-open, so that
+/// adjacent ranges share no sample).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeRange {
+    /// The first offset kept.
+    pub start: i64,
+    /// The first offset no longer kept; `None`: to the end.
+    pub end: Option<i64>,
+}
+
+/// The units offsets are written in, with their value in nanoseconds.
+const UNITS: &[(&str, i64)] = &[
+    ("ns", 1),
+    ("us", 1_000),
+    ("µs", 1_000),
+    ("ms", 1_000_000),
+    ("s", 1_000_000_000),
+    ("min", 60_000_000_000),
+    ("h", 3_600_000_000_000),
+];
+
+impl TimeRange {
+    /// Parses `START:END` (either may be empty: `:500ms`, `2s:`), each a
+    /// decimal number with a unit (`ns`, `us`, `ms`, `s`, `min`, `h`; a
+    /// bare number is seconds). `setting` names the setting in the
+    /// one-line error.
+    pub fn parse(setting: &str, text: &str) -> Result<TimeRange, String> {
+        let expected = || {
+            format!(
+                "{setting}={text}: expected START:END, offsets from the profile's start with a unit (e.g. 1.5s:2s, :500ms, 2s:)"
+            )
+        };
+        let Some((start, end)) = text.trim().split_once(':') else {
+            return Err(expected());
+        };
+        let (start, end) = (start.trim(), end.trim());
+        if start.is_empty() && end.is_empty() {
+            return Err(expected());
+        }
+        let offset = |part: &str| -> Result<i64, String> {
+            parse_offset(part).map_err(|why| format!("{setting}={text}: {part}: {why}"))
+        };
+        let start_ns = if start.is_empty() { 0 } else { offset(start)? };
+        let end_ns = if end.is_empty() {
+            None
+        } else {
+            Some(offset(end)?)
+        };
+        if let Some(end_ns) = end_ns {
+            if end_ns <= start_ns {
+                return Err(format!(
+                    "{setting}={text}: the end must come after the start"
+                ));
+            }
+        }
+        Ok(TimeRange {
+            start: start_ns,
+            end: end_ns,
+        })
+    }
+
+    /// True when a sample at `time` falls in the range counted from
+    /// `origin`.
+    pub fn contains(&self, origin: i64, time: i64) -> bool {
+        let offset = i128::from(time) - i128::from(origin);
+        offset >= i128::from(self.start) && self.end.is_none_or(|end| offset < i128::from(end))
+    }
+
+    /// A copy of `profile` with only the samples whose time falls in the
+    /// range (samples without a time are dropped); the tables stay as
+    /// they are, so that every location keeps its id. `None` when no
+    /// sample has a time.
+    pub fn filter(&self, profile: &Profile) -> Option<Profile> {
+        let span = Span::of(profile)?;
+        let samples = profile
+            .samples
+            .iter()
+            .filter(|s| sample_time(s).is_some_and(|t| self.contains(span.origin, t)))
+            .cloned()
+            .collect();
+        Some(Profile {
+            samples,
+            sample_types: profile.sample_types.clone(),
+            default_sample_type: profile.default_sample_type.clone(),
+            mappings: profile.mappings.clone(),
+            locations: profile.locations.clone(),
+            functions: profile.functions.clone(),
+            period_type: profile.period_type.clone(),
+            period: profile.period,
+            time_nanos: profile.time_nanos,
+            duration_nanos: profile.duration_nanos,
+            comments: profile.comments.clone(),
+            drop_frames: profile.drop_frames.clone(),
+            keep_frames: profile.keep_frames.clone(),
+        })
+    }
+}
+
+/// Parses one offset: a decimal number and a unit (a bare number is
+/// seconds), exactly (no floating point), in nanoseconds.
+pub fn parse_offset(text: &str) -> Result<i64, String> {
+    let digits_end = text
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(digits_end);
+    let factor = match unit.trim() {
+        "" => 1_000_000_000,
+        unit => match UNITS.iter().find(|(name, _)| *name == unit) {
+            Some((_, factor)) => *factor,
+            None => return Err("expected a unit of ns, us, ms, s, min or h".to_string()),
+        },
+    };
+    let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+    if whole.is_empty() && fraction.is_empty() || fraction.contains('.') {
+        return Err("expected a number (e.g. 1.5s)".to_string());
+    }
+    let too_large = || "too large".to_string();
+    let mut ns: i128 = 0;
+    for d in whole.bytes() {
+        ns = ns * 10 + i128::from(d - b'0');
+        if ns > i128::from(i64::MAX) {
+            return Err(too_large());
+        }
+    }
+    ns *= i128::from(factor);
+    // The fraction's digits beyond a nanosecond are dropped.
+    let mut scale = i128::from(factor);
+    for d in fraction.bytes() {
+        scale /= 10;
+        ns += i128::from(d - b'0') * scale;
+    }
+    i64::try_from(ns).map_err(|_| too_large())
+}
+
+/// An offset in nanoseconds as text with its unit (`1.5s`, `250ms`),
+/// exact: what [`parse_offset`] reads back.
+pub fn offset_text(ns: i64) -> String {
+    if ns == 0 {
+        return "0s".to_string();
+    }
+    for &(name, factor) in UNITS.iter().rev() {
+        if name == "µs" || name == "h" || name == "min" {
+            continue;
+        }
+        if ns >= factor || factor == 1 {
+            let whole = ns / factor;
+            let rest = ns % factor;
+            if rest == 0 {
+                return format!("{whole}{name}");
+            }
+            let width = factor.ilog10() as usize;
+            let fraction = format!("{rest:0width$}");
+            return format!("{whole}.{}{name}", fraction.trim_end_matches('0'));
+        }
+    }
+    format!("{ns}ns")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn ranges_and_their_errors() {
+        let r = |s| TimeRange::parse("time", s);
+        assert_eq!(
+            r("1.5s:2s"),
+            Ok(TimeRange {
+                start: 1_500_000_000,
+                end: Some(2_000_000_000)
+            })
+        );
+        assert_eq!(
+            r(":500ms"),
+            Ok(TimeRange {
+                start: 0,
+                end: Some(500_000_000)
+            })
+        );
+        assert_eq!(
+            r("2s:"),
+            Ok(TimeRange {
+                start: 2_000_000_000,
+                end: None
+            })
+        );
+        assert_eq!(r("0:0.9s").unwrap().end, Some(900_000_000));
+        assert_eq!(r("1min:90s").unwrap().start, 60_000_000_000);
+        assert_eq!(r("10us:20000ns").unwrap().end, Some(20_000));
+        for bad in [
+            "", ":", "2s", "1x:2s", "2s:1s", "1s:1s", "-1s:2s", "1..2s:", "s:",
+        ] {
+            let e = r(bad).unwrap_err();
+            assert!(e.starts_with(&format!("time={bad}")), "{e}");
+            assert!(!e.contains('\n'));
+        }
+        assert!(r("99999999999999h:").unwrap_err().contains("too large"));
+    }
+
+    #[test]
+    fn origin_is_time_nanos_only_when_the_clocks_agree() {
+        // The agent: epoch times after the profile's start.
+        assert_eq!(
+            origin(1_000_000_000_000, 0, 1_000_500_000_000),
+            1_000_000_000_000
+        );
+        // perf.data: boot-relative times, epoch start.
+        assert_eq!(origin(1_700_000_000_000_000_000, 0, 5_000_000), 5_000_000);
+        // No start recorded.
+        assert_eq!(origin(0, 0, 42), 42);
+        // A start far before the first sample: not the same clock.
+        assert_eq!(
+            origin(1, 0, 1 + 2 * ORIGIN_SLACK_NANOS),
+            1 + 2 * ORIGIN_SLACK_NANOS
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn offsets_round_trip(ns in 0i64..i64::MAX / 2) {
+            prop_assert_eq!(parse_offset(&offset_text(ns)), Ok(ns));
+        }
+
+        #[test]
+        fn ranges_parse_what_they_print(a in 0i64..1i64 << 50, len in 1i64..1i64 << 50, open in any::<bool>()) {
+            let text = if open {
+                format!("{}:", offset_text(a))
+            } else {
+                format!("{}:{}", offset_text(a), offset_text(a + len))
+            };
+            let range = TimeRange::parse("time", &text).unwrap();
+            prop_assert_eq!(range.start, a);
+            prop_assert_eq!(range.end, (!open).then_some(a + len));
+            prop_assert!(range.contains(0, a));
+            prop_assert!(!range.contains(0, a - 1));
+        }
+
+        #[test]
+        fn any_text_parses_or_fails_in_one_line(text in "\\PC{0,24}") {
+            match TimeRange::parse("time", &text) {
+                Ok(r) => prop_assert!(r.end.is_none_or(|e| e > r.start) && r.start >= 0),
+                Err(e) => prop_assert!(!e.contains('\n') && e.starts_with("time=")),
+            }
+        }
+    }
+}
