@@ -533,16 +533,18 @@ fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
     assert_eq!(row("beta")["cum_percent"].as_f64().unwrap(), beta_percent);
     // --dot: labels in percent of the base's total, which the legend
     // names.
-    let dot = common::report(&["--dot", &base], &[&prog, &new]);
+    // (In nanoseconds, to compare exactly: the graph labels each value
+    // in its own unit by default.)
+    let dot = common::report(&["--dot", "--unit=ns", &base], &[&prog, &new]);
     assert!(
         dot.contains(&format!(
-            "Total nanoseconds in the base: {} (values are changes from it)",
+            "Total cpu in the base: {}ns (values are changes from it)",
             (base_ms * 1e6) as i64
         )),
         "{dot}"
     );
     assert!(
-        dot.contains(&format!("of {} ({beta_percent:.1}%)", beta_cum as i64)),
+        dot.contains(&format!("of {}ns ({beta_percent:.1}%)", beta_cum as i64)),
         "{dot}"
     );
     // No output shows an infinite or undefined percentage.
