@@ -274,6 +274,59 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
         let at = usize::try_from(at).unwrap_or(usize::MAX);
         inside(at, "feature")?;
     }
+    // The event descriptions (feature bit 12): its entry is the one after
+    // those of the lower bits set.
+    if field(data, 72, big).unwrap_or(0) & (1 << EVENT_DESC) != 0 {
+        let below = (field(data, 72, big).unwrap_or(0) & ((1 << EVENT_DESC) - 1)).count_ones();
+        let at = data_end.saturating_add(16 * u64::from(below));
+        let at = usize::try_from(at).unwrap_or(usize::MAX);
+        if let (Some(offset), Some(size)) = (field(data, at, big), field(data, at + 8, big)) {
+            let section = usize::try_from(offset)
+                .ok()
+                .zip(usize::try_from(offset.saturating_add(size)).ok())
+                .and_then(|(start, end)| data.get(start..end))
+                .unwrap_or_default();
+            check_event_desc(section, big).map_err(|e| ParseError::new(FORMAT, offset, e))?;
+        }
+    }
+    Ok(())
+}
+
+/// The feature bit of `HEADER_EVENT_DESC`.
+const EVENT_DESC: u64 = 12;
+
+/// Walks an event description feature (`u32 nr, u32 attr_size`, then per
+/// event its attributes, `u32 nr_ids`, a length-prefixed name and
+/// `nr_ids` ids): every count must fit in the bytes there are (the
+/// parser reserves room for what the counts say before reading).
+fn check_event_desc(section: &[u8], big: bool) -> Result<(), String> {
+    let u32_at = |at: usize| -> Option<u64> {
+        let bytes: [u8; 4] = section.get(at..at.checked_add(4)?)?.try_into().ok()?;
+        Some(u64::from(if big {
+            u32::from_be_bytes(bytes)
+        } else {
+            u32::from_le_bytes(bytes)
+        }))
+    };
+    let short = || "event descriptions: counts larger than the section: corrupt file".to_string();
+    let (Some(nr), Some(attr_size)) = (u32_at(0), u32_at(4)) else {
+        return Err(short());
+    };
+    let len = section.len() as u64;
+    let mut pos: u64 = 8;
+    for _ in 0..nr {
+        // Each event takes at least 8 bytes: the loop ends within len / 8.
+        pos = pos.saturating_add(attr_size);
+        let nr_ids = u32_at(usize::try_from(pos).map_err(|_| short())?).ok_or_else(short)?;
+        let name_len = u32_at(usize::try_from(pos + 4).map_err(|_| short())?).ok_or_else(short)?;
+        pos = pos
+            .saturating_add(8)
+            .saturating_add(name_len)
+            .saturating_add(nr_ids.saturating_mul(8));
+        if pos > len {
+            return Err(short());
+        }
+    }
     Ok(())
 }
 
@@ -329,6 +382,16 @@ pub fn check_framing(data: &[u8], start: u64, end: u64, big: bool) -> Result<(),
                     end - offset
                 ),
             ));
+        }
+        if kind == 80 {
+            // PERF_RECORD_HEADER_FEATURE: u64 feature id, then the
+            // feature's bytes.
+            let body = data.get(o + 8..o + usize::from(size)).unwrap_or_default();
+            let id = field(body, 0, big);
+            if id == Some(EVENT_DESC) {
+                check_event_desc(body.get(8..).unwrap_or_default(), big)
+                    .map_err(|e| ParseError::new(FORMAT, offset, e))?;
+            }
         }
         if kind == 66 {
             // PERF_RECORD_HEADER_TRACING_DATA is followed by the tracing
@@ -1004,4 +1067,32 @@ fn event_name(kind: &PerfEventType) -> (String, &'static str) {
 pub fn is_clock_event(name: &str) -> bool {
     let base = name.split(':').next().unwrap_or(name);
     base == "cpu-clock" || base == "task-clock"
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event description whose counts say more than its bytes hold is
+    /// refused before the parser reserves room for them (a corrupt
+    /// `nr` of 0xffffffff made it ask for 115 GB).
+    #[test]
+    fn event_descriptions_larger_than_their_section_are_refused() {
+        let mut huge = vec![0xff, 0xff, 0xff, 0xff, 0x88, 0, 0, 0];
+        huge.extend([0u8; 64]);
+        assert!(check_event_desc(&huge, false).is_err());
+        // One event: 8 bytes of attributes, one id, the name "ab".
+        let mut one = vec![1, 0, 0, 0, 8, 0, 0, 0];
+        one.extend([0u8; 8]);
+        one.extend([1, 0, 0, 0, 2, 0, 0, 0, b'a', b'b']);
+        one.extend(7u64.to_le_bytes());
+        assert_eq!(check_event_desc(&one, false), Ok(()));
+        // The same with its id cut off.
+        assert!(check_event_desc(&one[..one.len() - 1], false).is_err());
+        // Many ids announced, none there.
+        let mut ids = one.clone();
+        ids[16] = 0xff;
+        ids[17] = 0xff;
+        assert!(check_event_desc(&ids, false).is_err());
+    }
 }
