@@ -504,10 +504,14 @@ fn raw_round_trip_without_the_binary_and_with_google_pprof() {
     // libc's inlined code (printf at exit, now and then), ours carries the
     // inline chain DWARF gives and perl's own addr2line a shorter one: the
     // workload's functions are compared, and the totals.
-    assert_eq!(
-        workload_rows(&TextReport::parse(&theirs_of_ours).vdso_folded()),
-        workload_rows(&TextReport::parse(&theirs_of_original).vdso_folded())
-    );
+    // A vDSO frame that is not a leaf (a sample inside the vDSO's own
+    // call, now and then) is a `[vdso]` row of ours only: left out.
+    let spin_only = |text: &str| {
+        let mut report = workload_rows(&TextReport::parse(text).vdso_folded());
+        report.rows.retain(|r| !(r.name == "[vdso]" && r.flat == 0));
+        report
+    };
+    assert_eq!(spin_only(&theirs_of_ours), spin_only(&theirs_of_original));
     let perl_raw = dir.join("perl.raw");
     let out = Command::new("google-pprof")
         .arg("--raw")
