@@ -24,39 +24,11 @@ use cpuprof_testkit::{
     compile, require_tool, run_ok, run_stdout, run_with_stdin, workload, TempDir,
 };
 
-/// Whether `perf record` works here; prints why a test is skipped when not.
-fn perf_works(dir: &Path) -> bool {
-    if !require_tool("perf") {
-        return false;
-    }
-    let out = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.join("probe.data"))
-        .args(["--", "true"])
-        .output()
-        .expect("perf runs");
-    if out.status.success() {
-        return true;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("perf_event_open")
-        || stderr.contains("Permission denied")
-        || stderr.contains("No permission")
-        || stderr.contains("not supported")
-    {
-        eprintln!(
-            "SKIPPED: perf record cannot open its event here (perf_event_open refused): {stderr}"
-        );
-        return false;
-    }
-    panic!("perf record failed: {stderr}");
-}
-
 /// A directory for a test's recordings when `perf record` works here
-/// (else None: the test is skipped, [`perf_works`] says why).
+/// (else None: the test is skipped, [`common::perf_works`] says why).
 fn perf_dir() -> Option<TempDir> {
     let dir = TempDir::new().unwrap();
-    perf_works(dir.path()).then_some(dir)
+    common::perf_works(dir.path()).then_some(dir)
 }
 
 /// `perf record ARGS -o OUT -- COMMAND`.

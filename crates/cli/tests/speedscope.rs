@@ -359,36 +359,9 @@ int main(void) {
 }
 "#;
 
-/// Whether `perf record` works here; prints why the test is skipped when
-/// not (as tests/perf_data.rs does).
-fn perf_works(dir: &Path) -> bool {
-    if !require_tool("perf") || !require_tool("gcc") {
-        return false;
-    }
-    let out = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.join("probe.data"))
-        .args(["--", "true"])
-        .output()
-        .expect("perf runs");
-    if out.status.success() {
-        return true;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("perf_event_open")
-        || stderr.contains("Permission denied")
-        || stderr.contains("No permission")
-        || stderr.contains("not supported")
-    {
-        eprintln!("SKIPPED: perf record cannot open its event here: {stderr}");
-        return false;
-    }
-    panic!("perf record failed: {stderr}");
-}
-
 /// Records TWO_THREADS with perf into `dir`; returns (binary, perf.data).
 fn record_two_threads(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    if !perf_works(dir) {
+    if !require_tool("gcc") || !common::perf_works(dir) {
         return None;
     }
     let source = dir.join("two_threads.c");

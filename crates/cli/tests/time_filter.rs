@@ -18,7 +18,7 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
@@ -72,38 +72,12 @@ struct Phases {
     data: PathBuf,
 }
 
-/// Whether `perf record` works here; prints why a test is skipped when not.
-fn perf_works(dir: &Path) -> bool {
-    if !require_tool("perf") || !require_tool("gcc") {
-        return false;
-    }
-    let out = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.join("probe.data"))
-        .args(["--", "true"])
-        .output()
-        .expect("perf runs");
-    if out.status.success() {
-        return true;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("perf_event_open")
-        || stderr.contains("Permission denied")
-        || stderr.contains("No permission")
-        || stderr.contains("not supported")
-    {
-        eprintln!("SKIPPED: perf record cannot open its event here: {stderr}");
-        return false;
-    }
-    panic!("perf record failed: {stderr}");
-}
-
 fn phases() -> Option<&'static Phases> {
     static PHASES: OnceLock<Option<Phases>> = OnceLock::new();
     PHASES
         .get_or_init(|| {
             let dir = TempDir::new().unwrap();
-            if !perf_works(dir.path()) {
+            if !require_tool("gcc") || !common::perf_works(dir.path()) {
                 return None;
             }
             let source = dir.path().join("phases.c");
