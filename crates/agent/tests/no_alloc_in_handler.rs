@@ -10,6 +10,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 
+mod common;
+use common::thread_cpu_seconds;
+
 struct CountingAllocator;
 
 /// The thread being watched (0: none) and the allocations seen on it.
@@ -56,16 +59,6 @@ unsafe impl GlobalAlloc for CountingAllocator {
 
 #[global_allocator]
 static ALLOCATOR: CountingAllocator = CountingAllocator;
-
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
 
 #[inline(never)]
 fn allocation_free_work(seconds: f64) -> u64 {

@@ -13,7 +13,7 @@ use std::hint::black_box;
 use std::path::Path;
 use std::process::Command;
 
-use common::{build_c, preloaded, require_tool, run_ok, tempdir};
+use common::{build_c, preloaded, require_tool, run_ok, tempdir, thread_cpu_seconds};
 
 /// The lines of a tool's output naming a frame of the agent.
 fn agent_frames(text: &str) -> Vec<&str> {
@@ -157,16 +157,6 @@ fn no_profile_the_agent_writes_holds_its_own_frames() {
         guard.stop().unwrap();
         assert_program_alone(&exe, &profile, gperftools, "own_frames_burn");
     }
-}
-
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }
 
 #[inline(never)]

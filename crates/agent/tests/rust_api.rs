@@ -4,15 +4,8 @@
 use std::hint::black_box;
 use std::process::Command;
 
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: valid pointer to a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
+mod common;
+use common::thread_cpu_seconds;
 
 #[inline(never)]
 fn rust_api_burn(seconds: f64) -> u64 {

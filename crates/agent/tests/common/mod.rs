@@ -393,3 +393,15 @@ pub fn read_with_google_pprof(binary: &Path, profile: &Path) -> TextReport {
     );
     ours
 }
+
+/// The calling thread's CPU time in seconds: workloads burn for a CPU
+/// time, which a loaded machine does not shorten.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: valid pointer to a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
