@@ -19,9 +19,14 @@ fn build(dir: &Path, name: &str, extra: &str) -> PathBuf {
         .find("__attribute__((noinline)) double burn_a")
         .unwrap();
     let text = format!("{}{extra}\n{}", &source[..at], &source[at..]);
+    build_source(dir, name, &text, &["-O2", "-g"])
+}
+
+/// The C program `text` built in `dir` as `name` with gcc and `flags`.
+fn build_source(dir: &Path, name: &str, text: &str, flags: &[&str]) -> PathBuf {
     let c = dir.join(format!("{name}.c"));
     std::fs::write(&c, text).unwrap();
-    compile("gcc", &[&c], &dir.join(name), &["-O2", "-g"])
+    compile("gcc", &[&c], &dir.join(name), flags)
 }
 
 /// Code added before `burn_a` by a rebuild: a small function (same pages)
@@ -423,12 +428,10 @@ fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let source = dir.path().join("diff.c");
-    std::fs::write(&source, DIFF_PROG).unwrap();
-    let prog = compile(
-        "gcc",
-        &[&source],
-        &dir.path().join("diff"),
+    let prog = build_source(
+        dir.path(),
+        "diff",
+        DIFF_PROG,
         &["-O1", "-g", "-fno-omit-frame-pointer"],
     );
     // Recorded once each; both tools then read the same two files.
@@ -667,12 +670,10 @@ fn profiles_of_record_and_of_the_endpoint_hold_no_agent_frame() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let source = dir.path().join("threaded.c");
-    std::fs::write(&source, THREADED_PROG).unwrap();
-    let prog = compile(
-        "gcc",
-        &[&source],
-        &dir.path().join("threaded"),
+    let prog = build_source(
+        dir.path(),
+        "threaded",
+        THREADED_PROG,
         &["-O2", "-g", "-pthread"],
     );
     let check = |profile: &Path, gperftools: bool| {
