@@ -18,11 +18,12 @@
 
 mod common;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::tmux::Tmux;
 use common::{cpuprof, report_texts};
 use cpuprof_report::output::timeline::levels;
 use cpuprof_testkit::{
@@ -410,78 +411,9 @@ fn profiles_without_times_say_so_in_one_line() {
     }
 }
 
-/// A tmux server of its own running `cpuprof report`; killed on drop.
-struct Tmux {
-    socket: PathBuf,
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .stdin(Stdio::null())
-            .output();
-    }
-}
-
-impl Tmux {
-    fn run(&self, args: &[&str]) -> String {
-        let out = Command::new("tmux")
-            .arg("-u")
-            .arg("-S")
-            .arg(&self.socket)
-            .args(["-f", "/dev/null"])
-            .args(args)
-            .env_remove("TMUX")
-            .env("SHELL", "/bin/sh")
-            .env("LANG", "C.UTF-8")
-            .stdin(Stdio::null())
-            .output()
-            .expect("cannot run tmux");
-        assert!(
-            out.status.success(),
-            "tmux {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.run(&["capture-pane", "-p", "-J", "-S", "-2000"])
-    }
-
-    /// Polls the screen until `done` holds (at most 20 s).
-    fn wait(&self, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let start = Instant::now();
-        loop {
-            let screen = self.screen();
-            if done(&screen) {
-                return screen;
-            }
-            assert!(
-                start.elapsed() < Duration::from_secs(20),
-                "{what}: not on the screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-
-    /// Types `line` and Enter, and waits for one more prompt.
-    fn command(&self, line: &str) -> String {
-        let prompts = |s: &str| s.matches("(pprof) ").count();
-        let before = prompts(&self.screen());
-        self.run(&["send-keys", "-l", line]);
-        self.run(&["send-keys", "Enter"]);
-        let screen = self.wait(line, |s| {
-            prompts(s) > before && s.trim_end().ends_with("(pprof)")
-        });
-        let echo = format!("(pprof) {line}");
-        let start = screen.rfind(&echo).expect("the line echoed") + echo.len();
-        let end = screen.rfind("(pprof)").unwrap();
-        screen[start..end].to_string()
-    }
+/// A shell command's output as one text.
+fn command(tmux: &Tmux, line: &str) -> String {
+    tmux.command(line).join("\n")
 }
 
 #[test]
@@ -490,36 +422,32 @@ fn shell_timeline_in_a_terminal() {
     if !require_tool("tmux") {
         return;
     }
-    let tmux = Tmux {
-        socket: p.dir.path().join("tmux-timeline"),
-    };
-    let line = format!(
-        "env -i HOME={home} TERM=xterm LANG=C.UTF-8 PATH=/usr/bin:/bin {cpuprof} report {data}; echo EXIT=$?; sleep 600",
-        home = p.dir.path().display(),
-        cpuprof = env!("CARGO_BIN_EXE_cpuprof"),
-        data = p.data.display()
+    let tmux = Tmux::start(
+        "timeline",
+        p.dir.path(),
+        None,
+        &[Path::new("report"), &p.data],
     );
-    tmux.run(&["new-session", "-d", "-x", "200", "-y", "50", &line]);
-    tmux.wait("the prompt", |s| s.trim_end().ends_with("(pprof)"));
-    let a = tmux.command("timeline ^fnA$");
+    tmux.wait_for_prompt();
+    let a = command(&tmux, "timeline ^fnA$");
     assert_first_half(&matching_levels(&a), "fnA", &a);
-    let b = tmux.command("timeline ^fnB$");
+    let b = command(&tmux, "timeline ^fnB$");
     assert_second_half(&matching_levels(&b), "fnB", &b);
     // The time= setting applies to the shell's reports too.
-    let set = tmux.command("time=1.1s:");
+    let set = command(&tmux, "time=1.1s:");
     assert!(set.trim().is_empty(), "{set}");
-    let top = tmux.command("top");
+    let top = command(&tmux, "top");
     assert!(
         shares(&top, "fnB").is_some_and(|(_, cum)| cum >= 90.0),
         "{top}"
     );
-    let bad = tmux.command("time=3s:1s");
+    let bad = command(&tmux, "time=3s:1s");
     assert_eq!(bad.trim().lines().count(), 1, "{bad}");
     assert!(bad.contains("time=3s:1s"), "{bad}");
-    tmux.run(&["send-keys", "-l", "quit"]);
-    tmux.run(&["send-keys", "Enter"]);
+    tmux.type_text("quit");
+    tmux.keys(&["Enter"]);
     // The shell's status says a command failed (the bad range).
-    tmux.wait("EXIT=1", |s| s.contains("EXIT=1"));
+    assert_eq!(tmux.wait_for_exit(), 1);
     let _ = &p.binary;
 }
 

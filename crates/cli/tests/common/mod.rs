@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 
 use cpuprof_testkit::{require_tool, run_stdout};
 
+pub mod tmux;
+
 /// The `cpuprof` binary under test (never asking the debuginfod servers
 /// of the environment: Debian's profile.d names one on the internet).
 pub fn cpuprof() -> Command {
