@@ -17,17 +17,14 @@
 //! Skipped loudly without Go or Go pprof, unless `CPUPROF_REQUIRE_PEERS=1`.
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use cpuprof_testkit::{require_tool, run_stdout, run_with_stdin, TempDir, TextReport};
 
 mod common;
-use common::{cpuprof, report, report_texts, texts};
+use common::{cpuprof, report, report_texts, texts, WebUi};
 
 const GO_PROGRAM: &str = r#"
 package main
@@ -429,56 +426,15 @@ fn shell_tags_and_tagfocus_print_the_one_shots() {
     );
 }
 
-/// `GET path` from `addr` on loopback, bounded in time: (status, body).
-fn get(addr: &str, path: &str) -> (u16, Vec<u8>) {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(60)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).unwrap();
-    let end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
-    let head = String::from_utf8_lossy(&response[..end]).into_owned();
-    assert!(!head.to_ascii_lowercase().contains("chunked"), "{head}");
-    let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-    (status, response[end + 4..].to_vec())
-}
-
 #[test]
 fn web_ui_url_parameters_carry_the_label_settings() {
     let Some(profile) = profile() else { return };
-    let mut child = cpuprof()
-        .args(["report", "--http=127.0.0.1:", "--no-browser"])
-        .arg(profile)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(30));
-    let result = std::panic::catch_unwind(|| {
-        let line = line.expect("no URL in 30 s");
-        let addr = line
-            .trim()
-            .strip_prefix("Serving web UI on http://")
-            .unwrap_or_else(|| panic!("{line}"))
-            .to_string();
+    let web = WebUi::start(&[profile]);
+    {
         let dir = TempDir::new().unwrap();
         // The download of the current view with tf=worker=b (Go's URL
         // parameter) is what Go pprof -tagfocus=worker=b keeps.
-        let (status, body) = get(&addr, "/ui/download?tf=worker%3Db");
+        let (status, body) = web.get("/ui/download?tf=worker%3Db");
         assert_eq!(status, 200);
         let downloaded = dir.path().join("download.pb.gz");
         std::fs::write(&downloaded, body).unwrap();
@@ -488,10 +444,10 @@ fn web_ui_url_parameters_carry_the_label_settings() {
         );
         // tagroot reaches the flame graph: its root's children are the
         // workers.
-        let (status, body) = get(&addr, "/ui/flamegraph/frame?tagroot=worker");
+        let (status, body) = web.get("/ui/flamegraph/frame?tagroot=worker");
         assert_eq!(status, 200);
         let html = String::from_utf8_lossy(&body);
-        let plain = String::from_utf8_lossy(&get(&addr, "/ui/flamegraph/frame").1).into_owned();
+        let plain = String::from_utf8_lossy(&web.get("/ui/flamegraph/frame").1).into_owned();
         // The page's frame names (JSON): the pseudo-frame of the samples
         // without a worker, only with tagroot.
         let unknown = "\\u003cunknown\\u003e";
@@ -501,14 +457,9 @@ fn web_ui_url_parameters_carry_the_label_settings() {
         );
         assert!(!plain.contains(unknown));
         // A bad filter is refused with the option named.
-        let (status, body) = get(&addr, "/ui/top?tf=%3D%28");
+        let (status, body) = web.get("/ui/top?tf=%3D%28");
         assert_eq!(status, 400);
         assert!(String::from_utf8_lossy(&body).starts_with("tagfocus="));
-    });
-    let _ = child.kill();
-    let _ = child.wait();
-    if let Err(e) = result {
-        std::panic::resume_unwind(e);
     }
 }
 

@@ -19,12 +19,11 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
-use std::time::Duration;
 
 use common::tmux::Tmux;
-use common::{cpuprof, report_texts};
+use common::{cpuprof, report_texts, WebUi};
 use cpuprof_report::output::timeline::levels;
 use cpuprof_testkit::{
     compile, libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout, TempDir,
@@ -451,69 +450,19 @@ fn shell_timeline_in_a_terminal() {
     let _ = &p.binary;
 }
 
-/// `GET path` from the web UI at `addr` (loopback, 30 s at most):
-/// (status, body as text).
-fn get(addr: &str, path: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).expect("connect");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(30)))
-        .unwrap();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
-    let mut response = Vec::new();
-    stream.read_to_end(&mut response).expect("a response");
-    let response = String::from_utf8_lossy(&response).into_owned();
-    let status = response
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    (status, response)
-}
-
 /// The web UI's `t=` is the `time` setting: the Top view of a window
 /// shows its phase only; a bad range is the request's fault.
 #[test]
 fn web_ui_t_parameter_keeps_a_window() {
     let Some(p) = phases() else { return };
-    let mut child = cpuprof()
-        .args(["report", "--http=127.0.0.1:", "--no-browser"])
-        .arg(&p.data)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(30));
-    let addr = line.ok().and_then(|l| {
-        l.trim()
-            .strip_prefix("Serving web UI on http://")
-            .map(str::to_string)
-    });
-    let Some(addr) = addr else {
-        let _ = child.kill();
-        let _ = child.wait();
-        panic!("cpuprof report --http printed no URL");
-    };
+    let web = WebUi::start(&[&p.data]);
     let pages = [
-        get(&addr, "/ui/top?t=1.1s%3A"),
-        get(&addr, "/ui/top?t=0%3A0.9s"),
-        get(&addr, "/ui/top"),
-        get(&addr, "/ui/top?t=3s%3A1s"),
+        web.get_text("/ui/top?t=1.1s%3A"),
+        web.get_text("/ui/top?t=0%3A0.9s"),
+        web.get_text("/ui/top"),
+        web.get_text("/ui/top?t=3s%3A1s"),
     ];
-    let _ = child.kill();
-    let _ = child.wait();
+    drop(web);
     let [second, first, whole, bad] = pages;
     assert_eq!(second.0, 200, "{}", second.1);
     assert!(

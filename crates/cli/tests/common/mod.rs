@@ -127,3 +127,84 @@ pub fn perf_works(dir: &Path) -> bool {
     }
     panic!("perf record failed: {stderr}");
 }
+
+/// `cpuprof report --http=127.0.0.1: INPUTS` serving its web UI on a free
+/// loopback port; killed on drop (also when a test panics).
+pub struct WebUi {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+}
+
+impl WebUi {
+    /// Starts the server and reads the URL it prints (at most 30 s).
+    pub fn start(inputs: &[&Path]) -> WebUi {
+        let mut child = cpuprof()
+            .args(["report", "--http=127.0.0.1:", "--no-browser"])
+            .args(inputs)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(stdout).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_default();
+        let addr = line
+            .trim()
+            .strip_prefix("Serving web UI on http://")
+            .map(str::to_string);
+        let mut server = WebUi {
+            child,
+            addr: String::new(),
+        };
+        match addr {
+            Some(addr) => server.addr = addr,
+            None => panic!("cpuprof report --http printed no URL: {line:?}"),
+        }
+        server
+    }
+
+    /// `GET path`, bounded in time: (status, body). A chunked answer
+    /// fails the test (the server sends lengths).
+    pub fn get(&self, path: &str) -> (u16, Vec<u8>) {
+        use std::io::{Read, Write};
+        let mut stream = std::net::TcpStream::connect(&self.addr).unwrap();
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            self.addr
+        )
+        .unwrap();
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).unwrap();
+        let end = response.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+        let head = String::from_utf8_lossy(&response[..end]).into_owned();
+        assert!(!head.to_ascii_lowercase().contains("chunked"), "{head}");
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, response[end + 4..].to_vec())
+    }
+
+    /// [`WebUi::get`] with the body as text.
+    pub fn get_text(&self, path: &str) -> (u16, String) {
+        let (status, body) = self.get(path);
+        (status, String::from_utf8_lossy(&body).into_owned())
+    }
+}
+
+impl Drop for WebUi {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
