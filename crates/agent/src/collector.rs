@@ -274,18 +274,14 @@ impl Sampler {
             entry.tag.store(0, Ordering::Relaxed);
             entry.hash.store(0, Ordering::Release);
         }
-        table.pcs_used.store(0, Ordering::Relaxed);
-        table.occupied.store(0, Ordering::Relaxed);
-        table.times_used.store(0, Ordering::Relaxed);
+        table.reset_pools();
         moved
     }
 
     /// True when the active table is filling up and should be drained.
     pub(crate) fn table_needs_drain(&self) -> bool {
         let table = &self.tables[self.active_table.load(Ordering::Acquire) & 1];
-        table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
-            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
-            || table.times_half_used()
+        table.half_full()
     }
 
     /// Empties both tables without reading them (a forked child drops its
@@ -297,9 +293,7 @@ impl Sampler {
                 entry.count.store(0, Ordering::Relaxed);
                 entry.len.store(0, Ordering::Relaxed);
             }
-            table.pcs_used.store(0, Ordering::Relaxed);
-            table.occupied.store(0, Ordering::Relaxed);
-            table.times_used.store(0, Ordering::Relaxed);
+            table.reset_pools();
         }
     }
 

@@ -344,9 +344,22 @@ impl StackTable {
         true
     }
 
-    /// True when the time records are at least half used.
-    pub(crate) fn times_half_used(&self) -> bool {
-        self.times_used.load(Ordering::Relaxed) >= self.times.len() / 2
+    /// Empties the PC pool, the entry count and the time records (the
+    /// entries themselves are cleared by the caller, which reads them
+    /// first or not). No handler uses the table meanwhile.
+    pub(crate) fn reset_pools(&self) {
+        self.pcs_used.store(0, Ordering::Relaxed);
+        self.occupied.store(0, Ordering::Relaxed);
+        self.times_used.store(0, Ordering::Relaxed);
+    }
+
+    /// True when the entries, the PC pool or the time records are at
+    /// least half used: time to drain (or, without a control thread, to
+    /// turn to the other table).
+    pub(crate) fn half_full(&self) -> bool {
+        self.occupied.load(Ordering::Relaxed) >= self.entries.len() / 2
+            || self.pcs_used.load(Ordering::Relaxed) >= self.pcs.len() / 2
+            || self.times_used.load(Ordering::Relaxed) >= self.times.len() / 2
     }
 
     fn stored_equals(&self, entry: &Entry, stack: &[u64]) -> bool {
@@ -524,10 +537,7 @@ impl Sampler {
         else {
             return;
         };
-        let half_full = table.occupied.load(Ordering::Relaxed) >= table.entries.len() / 2
-            || table.pcs_used.load(Ordering::Relaxed) >= table.pcs.len() / 2
-            || table.times_half_used();
-        if half_full && other.occupied.load(Ordering::Acquire) == 0 {
+        if table.half_full() && other.occupied.load(Ordering::Acquire) == 0 {
             let _ = self.active_table.compare_exchange(
                 active,
                 active ^ 1,
@@ -862,6 +872,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
+        let drained = crate::profiler::has_control_thread();
         let mut times_full = false;
         let full = match table.map(|t| (t, t.record(captured, tag, weight))) {
             Some((table, Ok((index, hash)))) => {
@@ -875,7 +886,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
                         time,
                         &sampler.time_bucket_ns,
                         sampler.time_epoch_offset.load(Ordering::Relaxed),
-                        !crate::profiler::has_control_thread(),
+                        !drained,
                     );
                 }
                 if let Some(slot) = me.slot {
@@ -890,7 +901,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
                 true
             }
         };
-        if crate::profiler::has_control_thread() {
+        if drained {
             // Woken when a table (or its time records) is full or half
             // full; without a control thread the handler moves to the
             // other table itself when the active one is half full and the
