@@ -119,7 +119,7 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
             continue;
         }
         let sample = stacks.sample(i);
-        let time = label(sample, &["timestamp_ns"]).and_then(number);
+        let time = crate::time::sample_time(sample);
         if time.is_some() {
             timed += 1;
         } else {
