@@ -572,6 +572,48 @@ fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
     );
     assert!(!undefined(&same), "{same}");
 
+    // An empty base (a run of `true`): Go takes the percentages of the
+    // changes' own total; so do we, in every output, with no inf or nan.
+    let empty = dir.path().join("empty.pb.gz");
+    run_ok(
+        cpuprof()
+            .args(["record", "--format", "pprof", "-o"])
+            .arg(&empty)
+            .args(["--", "true"]),
+    );
+    let empty_base = format!("--base={}", empty.display());
+    let go_empty = report_lines(&cpuprof_testkit::run_stdout(
+        Command::new("pprof")
+            .arg("-top")
+            .arg(format!("-diff_base={}", empty.display()))
+            .arg(&prog)
+            .arg(&new),
+    ));
+    let our_empty = report_lines(&common::report(&["--text", &empty_base], &[&prog, &new]));
+    let showing_empty = line_of(&go_empty, " total");
+    assert!(showing_empty.contains(", 100% of "), "{go_empty:#?}");
+    assert_eq!(line_of(&our_empty, " total"), showing_empty);
+    for name in ["  work", "  alpha", "  beta", "  main"] {
+        assert_eq!(
+            line_of(&our_empty, name),
+            line_of(&go_empty, name),
+            "{name}"
+        );
+    }
+    for args in [
+        &["--tree"][..],
+        &["--peek=beta"],
+        &["--dot"],
+        &["--json"],
+        &["--flame=svg"],
+        &["--text", "--confidence"],
+    ] {
+        let mut all = args.to_vec();
+        all.push(&empty_base);
+        let out = common::report(&all, &[&prog, &new]);
+        assert!(!undefined(&out), "{args:?}:\n{out}");
+    }
+
     // gperftools profiles (counts): the base's total in samples; Go
     // prints it in milliseconds (1 ms a sample at 1000 Hz).
     let old_g = profile("old.prof", "gperftools", "30000000", "10000000");
@@ -601,6 +643,25 @@ fn a_diff_without_confidence_prints_what_go_pprof_diff_base_prints() {
         "{text}"
     );
     assert!(!undefined(&text), "{text}");
+    // Over an empty gperftools base, percentages of the changes' total.
+    let empty_g = dir.path().join("empty.prof");
+    run_ok(
+        cpuprof()
+            .args(["record", "--format", "gperftools", "-o"])
+            .arg(&empty_g)
+            .args(["--", "true"]),
+    );
+    let text_empty = common::report(
+        &["--text", &format!("--base={}", empty_g.display())],
+        &[&prog, &new_g],
+    );
+    assert!(
+        text_empty.lines().next().unwrap().starts_with(
+            "Total: 0 samples in the base; rows are changes from it, percentages of their total (shown: +"
+        ) && text_empty.lines().next().unwrap().ends_with(", 100.0%)"),
+        "{text_empty}"
+    );
+    assert!(!undefined(&text_empty), "{text_empty}");
     // Each row's cum% is Go's, to perl's one decimal.
     let go_beta = go_g.lines().find(|l| l.ends_with("  beta")).unwrap();
     let go_cum: f64 = go_beta

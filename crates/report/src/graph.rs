@@ -402,9 +402,10 @@ pub fn percent_base(graph: &Graph) -> i64 {
 
 /// What the percentages of a report over `stacks` are of: the kept
 /// samples' total ([`percent_base`]), or in a diff the base's total
-/// ([`Stacks::with_base`]), as Go pprof's `-diff_base` prints changes.
+/// ([`Stacks::with_base`]), as Go pprof's `-diff_base` prints changes
+/// (over an empty base, the kept samples' total, as Go's).
 pub fn percent_total(stacks: &Stacks, graph: &Graph) -> i64 {
-    stacks.base_total.unwrap_or_else(|| percent_base(graph))
+    stacks.nonzero_base().unwrap_or_else(|| percent_base(graph))
 }
 
 /// What a value may fall short of a cutoff by and still reach it (see

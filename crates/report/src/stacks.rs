@@ -632,9 +632,16 @@ impl<'p> Stacks<'p> {
     }
 
     /// What percentages are of: the base's total in a diff, else every
-    /// sample's total (Go pprof's report total).
+    /// sample's total (Go pprof's report total). A diff over an empty base
+    /// (a total of 0) takes its percentages of the changes' total, as Go
+    /// pprof's `-diff_base` does, rather than dividing by zero.
     pub fn percent_total(&self) -> i64 {
-        self.base_total.unwrap_or(self.grand_total)
+        self.nonzero_base().unwrap_or(self.grand_total)
+    }
+
+    /// The base's total in a diff whose base is not empty.
+    pub fn nonzero_base(&self) -> Option<i64> {
+        self.base_total.filter(|&b| b != 0)
     }
 }
 

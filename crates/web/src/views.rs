@@ -367,7 +367,10 @@ impl App {
         } else {
             (shown.to_string(), base.unwrap_or(total).to_string(), unit)
         };
-        let of = base.unwrap_or(shown);
+        // Over an empty base, percentages are of the changes' total, as
+        // Go pprof's `-diff_base` takes them.
+        let nonzero_base = base.filter(|&b| b != 0);
+        let of = nonzero_base.unwrap_or(shown);
         let empty = Vec::new();
         let rows = report["rows"].as_array().unwrap_or(&empty);
         let mut html = String::with_capacity(256 + rows.len() * 200);
@@ -391,7 +394,7 @@ impl App {
             } else {
                 ""
             },
-            percent(shown, base.unwrap_or(total))
+            percent(shown, nonzero_base.unwrap_or(total))
         );
         let mut sum = 0i64;
         for row in rows {

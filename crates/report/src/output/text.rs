@@ -72,8 +72,9 @@ pub fn write_annotated(
             let change = percent_base(graph);
             writeln!(
                 out,
-                "Total: {} {word} in the base; rows are changes from it, percentages of it (shown: {}{} {word}, {})",
+                "Total: {} {word} in the base; rows are changes from it, percentages of {} (shown: {}{} {word}, {})",
                 value(base),
+                if base == 0 { "their total" } else { "it" },
                 if change > 0 { "+" } else { "" },
                 value(change),
                 Percent(change, total)
