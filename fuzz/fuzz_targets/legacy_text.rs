@@ -1,8 +1,8 @@
 //! The readers of pprof's legacy text profiles (heap, growth, contention,
-//! Go count) must return a valid profile or a one-line error naming a
+//! Go count, threadz) must return a valid profile or a one-line error naming a
 //! line, never panic; detection must send the input to the same reader.
 #![no_main]
-use cpuprof_profile::{contention, gocount, heap, read_profile, Profile, ParseError};
+use cpuprof_profile::{contention, gocount, heap, read_profile, threadz, Profile, ParseError};
 use libfuzzer_sys::fuzz_target;
 
 fn check(result: Result<Profile, ParseError>) {
@@ -19,5 +19,6 @@ fuzz_target!(|data: &[u8]| {
     check(heap::read(data));
     check(contention::read(data));
     check(gocount::read(data));
+    check(threadz::read(data));
     let _ = read_profile(data, &Default::default());
 });

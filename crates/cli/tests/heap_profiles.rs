@@ -635,3 +635,84 @@ fn a_contention_profile_of_the_documented_layout_reads_with_go_pprof_s_numbers()
         .sum();
     assert_eq!(total, expected);
 }
+
+/// Three functions of a program built without PIE, whose addresses a
+/// thread profile of the documented layout names.
+const THREADS_PROG: &str = r#"
+volatile int sink;
+__attribute__((noinline)) void thread_wait(void) { sink++; sink++; sink++; }
+__attribute__((noinline)) void thread_start(void) { thread_wait(); sink++; }
+__attribute__((noinline)) void thread_creator(void) { thread_start(); sink++; }
+int main(void) { thread_creator(); return 0; }
+"#;
+
+#[test]
+fn a_thread_profile_of_the_documented_layout_reads_with_go_pprof_s_numbers() {
+    if !require_tool("pprof") || !require_tool("gcc") || !require_tool("nm") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let src = dir.path().join("threads.c");
+    std::fs::write(&src, THREADS_PROG).unwrap();
+    let app = compile(
+        "gcc",
+        &[&src],
+        &dir.path().join("threads"),
+        &["-O1", "-g", "-no-pie", "-fno-pie"],
+    );
+    let nm = run_stdout(Command::new("nm").arg(&app));
+    let at = |name: &str| -> u64 {
+        let line = nm
+            .lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name} not in nm's output:\n{nm}"));
+        u64::from_str_radix(line.split_whitespace().next().unwrap(), 16).unwrap()
+    };
+    let (wait, start, creator, main) = (
+        at("thread_wait"),
+        at("thread_start"),
+        at("thread_creator"),
+        at("main"),
+    );
+    // The main thread in thread_wait, called from main; two workers in
+    // thread_start created by thread_creator (the second the same as the
+    // first); one more in thread_wait.
+    let file = dir.path().join("app.threadz");
+    std::fs::write(
+        &file,
+        format!(
+            "--- threadz 1 ---\n\n\
+             --- Thread 7f794ab90940 (name: main/100) stack: ---\n  PC:  0x{:x}: thread_wait\n  0x{:x}: main\n\
+             --- Thread 7f794964e700 (name: worker/101) stack: ---\n  PC: 0x{:x}\n      creator: 0x{:x} 0x{:x}\n\
+             --- Thread 7f7948978700 (name: worker/102) stack: ---\n  [same as previous thread]\n\
+             --- Thread 7f7948978800 (name: io/103) stack: ---\n  PC: 0x{:x} 0x{:x}\n\
+             --- Memory map: ---\n  00400000-00500000: {}\n",
+            wait + 2,
+            main + 5,
+            start + 1,
+            creator + 5,
+            main + 5,
+            wait + 1,
+            start + 5,
+            app.display()
+        ),
+    )
+    .unwrap();
+    let (total, rows) = ours(&[], &[&file]);
+    let (go_total, go_rows) = go_top("", &[], &[&file]);
+    assert_eq!((total, go_total), (4, 4));
+    assert_same_rows(
+        "threadz",
+        &rows,
+        &go_rows,
+        &["thread_wait", "thread_start", "thread_creator", "main"],
+    );
+    assert_eq!(rows["thread_wait"], (2, 2));
+    assert_eq!(rows["thread_start"], (2, 3));
+    assert_eq!(rows["main"], (0, 3));
+    // The threads' names, which Go pprof drops, are tags of ours.
+    let tags = report(&["--tags"], &[&file]);
+    for name in ["main", "worker", "io"] {
+        assert!(tags.contains(name), "{tags}");
+    }
+}

@@ -645,12 +645,6 @@ fn inputs_in_no_known_format_say_so_in_one_line() {
     let dir = TempDir::new().unwrap();
     let cases: Vec<(&str, Vec<u8>, &str)> = vec![
         (
-            "thread.txt",
-            b"--- threadz 1 ---\n\n--- Thread 7eff063d9940 (name: main/25376) stack: ---\n"
-                .to_vec(),
-            "thread profile in text form",
-        ),
-        (
             "goroutine.txt",
             b"goroutine 1 [running]:\nmain.main()\n".to_vec(),
             "Go goroutine dump (debug=2)",

@@ -13,7 +13,8 @@
 //! perf.data, file and pipe mode), [`perf_script`] (`perf script`'s text),
 //! and pprof's legacy text profiles: [`heap`] (tcmalloc and Go heap and
 //! growth profiles), [`contention`] (lock contention, Go block and mutex),
-//! [`gocount`] (Go goroutine and threadcreate), sharing [`legacy`].
+//! [`gocount`] (Go goroutine and threadcreate), [`threadz`] (thread
+//! profiles), sharing [`legacy`].
 //!
 //! [`merge`] sums several profiles into one; [`prune`] removes the frames
 //! a profile's `drop_frames` names (allocators, lock internals).
@@ -39,6 +40,7 @@ pub mod prune;
 pub mod symbolized;
 #[cfg(test)]
 mod testgen;
+pub mod threadz;
 
 pub use error::ParseError;
 pub use model::*;
@@ -65,6 +67,8 @@ pub enum Format {
     Contention,
     /// A Go goroutine or threadcreate profile in text form (`debug=1`).
     GoCount,
+    /// A thread profile in text form (`--- threadz N ---`).
+    Threadz,
     /// Linux `perf record`'s perf.data (file or pipe mode).
     PerfData,
     /// The text `perf script` prints.
@@ -84,6 +88,7 @@ impl Format {
             Format::Heap => heap::FORMAT,
             Format::Contention => contention::FORMAT,
             Format::GoCount => gocount::FORMAT,
+            Format::Threadz => threadz::FORMAT,
             Format::PerfData => "perf.data",
             Format::PerfScript => "perf script text",
         }
@@ -189,6 +194,9 @@ pub fn detect_format_with(data: &[u8], options: &ReadOptions) -> Option<Format> 
     if gocount::sniff(data) {
         return Some(Format::GoCount);
     }
+    if threadz::sniff(data) {
+        return Some(Format::Threadz);
+    }
     if perf_script::sniff(data) {
         return Some(Format::PerfScript);
     }
@@ -259,6 +267,7 @@ pub fn read_profile(data: &[u8], options: &ReadOptions) -> Result<(Format, Profi
         Format::Heap => heap::read(data)?,
         Format::Contention => contention::read(data)?,
         Format::GoCount => gocount::read(data)?,
+        Format::Threadz => threadz::read(data)?,
         Format::PerfData => perf::read_with(data, options.unwinder.as_deref(), options.release)?,
         Format::PerfScript => perf_script::read(data)?,
     };
@@ -292,11 +301,10 @@ fn check_totals(format: Format, profile: &Profile) -> Result<(), ParseError> {
 }
 
 /// The formats cpuprof reads, for messages.
-const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, perf.data, perf script text, gmon.out, DCPI profile, symbolized raw profile, heap, contention or Go count profile in text form, or collapsed stacks";
+const KNOWN_FORMATS: &str = "a gperftools CPU profile, pprof profile.proto, perf.data, perf script text, gmon.out, DCPI profile, symbolized raw profile, heap, contention Go count or thread profile in text form, or collapsed stacks";
 
 /// What a text profile in one of pprof's legacy formats that cpuprof does
-/// not read is (thread profiles, Go's `debug=2` goroutine dump, a text
-/// report), judged by its first line; these would otherwise be taken for
+/// not read is (Go's `debug=2` goroutine dump, a text report), judged by its first line; these would otherwise be taken for
 /// collapsed stacks and fail on line 2.
 pub fn legacy_text_kind(data: &[u8]) -> Option<&'static str> {
     let head = &data[..data.len().min(256)];
@@ -305,12 +313,6 @@ pub fn legacy_text_kind(data: &[u8]) -> Option<&'static str> {
         Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
     };
     let first = text.trim_start().lines().next()?.trim();
-    let kinds: [(&str, &str); 1] = [("--- threadz", "a thread profile in text form")];
-    for (prefix, kind) in kinds {
-        if first.starts_with(prefix) {
-            return Some(kind);
-        }
-    }
     if let Some(rest) = first.strip_prefix("goroutine ") {
         if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.contains('[') {
             return Some("a Go goroutine dump (debug=2)");
