@@ -45,11 +45,13 @@ const SAMPLED: &str = r#"
 #include <cstdlib>
 #include <cstring>
 #include <string>
-static void *keep[3];
+static void *keep[64];
 static void *small[4096];
-__attribute__((noinline)) void keep_big() { for (int i = 0; i < 3; i++) { keep[i] = malloc(8 << 20); memset(keep[i], 1, 8 << 20); } }
+static int big = 3;
+__attribute__((noinline)) void keep_big() { for (int i = 0; i < big; i++) { keep[i] = malloc(8 << 20); memset(keep[i], 1, 8 << 20); } }
 __attribute__((noinline)) void keep_small() { for (int i = 0; i < 4096; i++) { small[i] = malloc(1024); memset(small[i], 2, 1024); } }
 int main(int argc, char **argv) {
+  if (argc > 2) big = atoi(argv[2]);
   keep_big(); keep_small();
   std::string s; MallocExtension::instance()->GetHeapSample(&s);
   FILE *f = fopen(argv[1], "w"); fwrite(s.data(), 1, s.size(), f); fclose(f);
@@ -314,6 +316,59 @@ fn tcmalloc_heap_dumps_read_as_go_pprof_and_google_pprof_read_them() {
         assert_eq!(total, go_total, "convert {index}");
         assert_same_rows(index, &rows, &go_rows, &["keep_big", "keep_small"]);
     }
+
+    // The shell: `top` prints what `--text` prints (perl's MB layout,
+    // checked against google-pprof above), and `sample_index=` switches
+    // the sample type as the flag does.
+    let out = cpuprof_testkit::run_with_stdin(
+        cpuprof().args(["report", "-i"]).arg(&app).arg(last),
+        "top\nsample_index=alloc_space\ntop\nquit\n",
+    );
+    let shell = String::from_utf8_lossy(&out.stdout).into_owned();
+    let inuse = report(&["--text"], &[&app, last]);
+    let alloc = report(&["--text", "--alloc_space"], &[&app, last]);
+    let at = shell
+        .find(&inuse)
+        .unwrap_or_else(|| panic!("{shell}\n---\n{inuse}"));
+    assert!(
+        shell[at + inuse.len()..].contains(&alloc),
+        "{shell}\n---\n{alloc}"
+    );
+
+    // The web UI: the sample menu lists the four types, in-use space
+    // chosen; Top's rows hold Go's values and print them in MB.
+    let web = common::WebUi::start(&[&app, last]);
+    let (status, top) = web.get_text("/ui/top");
+    assert_eq!(status, 200);
+    for index in ["alloc_objects", "alloc_space", "inuse_objects"] {
+        assert!(
+            top.contains(&format!("<option value=\"{index}\">")),
+            "{top}"
+        );
+    }
+    assert!(
+        top.contains("<option value=\"inuse_space\" selected>"),
+        "{top}"
+    );
+    for (path, index) in [
+        ("/ui/top", "inuse_space"),
+        ("/ui/top?si=alloc_space", "alloc_space"),
+    ] {
+        let (_, page) = web.get_text(path);
+        let (go_total, go_rows) = go_top("B", &[&format!("-sample_index={index}")], &[&app, last]);
+        let megabytes = go_total as f64 / (1 << 20) as f64;
+        assert!(
+            page.contains(&format!(": {megabytes:.0}MB of {megabytes:.0}MB total")),
+            "{index}: {page}"
+        );
+        for name in ["keep_big", "keep_small"] {
+            let flat = go_rows[name].0;
+            assert!(
+                page.contains(&format!("data-value=\"{flat}\">{}MB<", flat >> 20)),
+                "{index} {name} {flat}: {page}"
+            );
+        }
+    }
 }
 
 /// The lines of `text` that mention `name` (for DOT: its node's label,
@@ -469,6 +524,74 @@ fn sampled_heap_v2_profiles_are_unsampled_as_both_peers_do() {
             "{name}\n{text}\n{perl}"
         );
     }
+}
+
+/// A diff of two sampled heap profiles with `--confidence`: the samples
+/// each share is known from are the sampled bytes over the sampling rate
+/// (tcmalloc samples an allocation about every RATE bytes), and a growth
+/// from 3 to 12 kept 8 MB objects is significant, the small objects'
+/// fall in share too, while `main`'s 100% stays noise.
+#[test]
+fn a_sampled_heap_diff_is_tested_for_significance_by_its_samples() {
+    if !peers() {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let src = dir.path().join("v2.cc");
+    std::fs::write(&src, SAMPLED).unwrap();
+    let app = compile(
+        "g++",
+        &[&src],
+        &dir.path().join("v2"),
+        &[
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-Wl,--no-as-needed",
+            "-ltcmalloc",
+        ],
+    );
+    let dump = |name: &str, big: &str| {
+        let profile = dir.path().join(name);
+        let out = Command::new(&app)
+            .arg(&profile)
+            .arg(big)
+            .env("TCMALLOC_SAMPLE_PARAMETER", "65536")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{out:?}");
+        profile
+    };
+    let (old, new) = (dump("old.heap", "3"), dump("new.heap", "12"));
+    let (old_total, _) = ours(&[], &[&app, &old]);
+    let (new_total, _) = ours(&[], &[&app, &new]);
+    let text = report(
+        &[
+            "--text",
+            "--confidence",
+            &format!("--base={}", old.display()),
+        ],
+        &[&app, &new],
+    );
+    let samples = |total: i64| (total as f64 / 65536.0).round() as i64;
+    assert!(
+        text.contains(&format!(
+            "; {} -> {} samples, each compared by share of its own total",
+            samples(old_total),
+            samples(new_total)
+        )),
+        "{old_total} {new_total}\n{text}"
+    );
+    let row = |name: &str| {
+        text.lines()
+            .find(|l| l.ends_with(&format!(" {name}")))
+            .unwrap_or_else(|| panic!("{name}:\n{text}"))
+            .to_string()
+    };
+    assert!(row("keep_big").contains(" * keep_big"), "{text}");
+    assert!(row("keep_big").contains("  +"), "{text}");
+    assert!(row("keep_small").contains(" * keep_small"), "{text}");
+    assert!(row("main").contains(" ~ main"), "{text}");
 }
 
 const GO_PROGRAM: &str = r#"package main

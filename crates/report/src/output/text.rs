@@ -77,7 +77,12 @@ pub fn write_annotated(
                 if base == 0 { "their total" } else { "it" },
                 if change > 0 { "+" } else { "" },
                 value(change),
-                Percent(change, total)
+                // Two empty profiles: no change, and no nan (Go's `0%`).
+                if total == 0 && change == 0 {
+                    "0.0%".to_string()
+                } else {
+                    Percent(change, total).to_string()
+                }
             )?;
         }
         None if stacks.grand_total != 0 => {
