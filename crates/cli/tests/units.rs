@@ -6,7 +6,11 @@
 //!
 //! - `data/record-spin.pb.gz`: `cpuprof record -- ./spin -s 1 -t 2` (the
 //!   spin workload of tests/workloads, gcc -O2 -g);
-//! - `data/go-cpu.pb.gz`: a Go program's `runtime/pprof` CPU profile.
+//! - `data/go-cpu.pb.gz`: a Go program's `runtime/pprof` CPU profile;
+//! - `data/go-heap.pb.gz`: a Go program's heap profile
+//!   (`runtime.MemProfileRate = 1`; `main.freed` allocates 1 MB three
+//!   times and drops it, `main.kept` keeps 2 MB; two `runtime.GC()`, then
+//!   `pprof.WriteHeapProfile`): `main.freed`'s `inuse_space` is 0.
 //!
 //! Rows naming libc, the vDSO or the agent's thread trampoline are left
 //! out: we name those frames from the files on this machine, Go from the
@@ -147,7 +151,7 @@ fn a_cpuprof_record_profile_prints_as_go_pprof_prints_it() {
 fn traces_and_json_scale_values_and_keep_raw_ones() {
     let input = data("go-cpu.pb.gz");
     let traces = report(&["--traces"], &[&input]);
-    assert!(traces.contains("\n     160ms   main.burnA\n"), "{traces}");
+    assert!(traces.contains("\n     120ms   main.burnA\n"), "{traces}");
     assert!(!traces.contains("160000000"), "{traces}");
     let json: serde_json::Value =
         serde_json::from_str(&report(&["--json", "--unit=s"], &[&input])).unwrap();
@@ -221,4 +225,32 @@ fn the_call_graph_labels_values_as_go_pprof_does() {
     }
     assert!(compared >= 4, "{theirs:?}\n{dot}");
     assert!(dot.contains("Total cpu: 330ms\\l"), "{dot}");
+}
+
+/// `--traces` on values with a unit prints what Go pprof's `-traces`
+/// prints, byte for byte: one block per sample in the profile's order,
+/// a sample whose `inuse_space` is 0 (a freed allocation) included,
+/// samples whose values are all 0 left out (as Go's reader drops them),
+/// inlined frames marked ` (inline)`.
+#[test]
+fn traces_print_every_sample_as_go_pprof_does() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let heap = data("go-heap.pb.gz");
+    for index in ["inuse_space", "alloc_space"] {
+        let ours = format!("--sample_index={index}");
+        let theirs = format!("-sample_index={index}");
+        compare(&["--traces", &ours], &["-traces", &theirs], &heap, true);
+    }
+    compare(&["--traces"], &["-traces"], &data("go-cpu.pb.gz"), true);
+    let traces = report(&["--traces", "--sample_index=inuse_space"], &[&heap]);
+    assert!(
+        traces.contains("     bytes:  1MB\n         0   main.freed\n"),
+        "{traces}"
+    );
+    assert!(
+        traces.contains("             time.resetTimer (inline)\n"),
+        "{traces}"
+    );
 }
