@@ -254,3 +254,119 @@ fn traces_print_every_sample_as_go_pprof_does() {
         "{traces}"
     );
 }
+
+/// Rows `(value, name)` of Go pprof's `-top` (flat) or of our
+/// `--dcpiprof` (the first column and the procedure).
+fn value_rows(text: &str, value_column: usize, name_column: usize) -> Vec<(String, String)> {
+    text.lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() > name_column && w[1].len() > 1 && w[1].ends_with('%'))
+        .map(|w| (w[value_column].to_string(), w[name_column].to_string()))
+        .collect()
+}
+
+/// `--dcpiprof` prints time in the text report's units: each procedure's
+/// value equals Go pprof's flat for it under `-noinlines` (a procedure is
+/// the physical function of the leaf), for each unit setting, and the
+/// total and period are scaled too.
+#[test]
+fn dcpiprof_prints_values_as_go_pprof_top_does() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let input = data("go-cpu.pb.gz");
+    for unit in ["minimum", "ms", "s", "us", "auto"] {
+        let ours = report(&["--dcpiprof", &format!("--unit={unit}")], &[&input]);
+        let theirs = go(&["-top", "-noinlines", &format!("-unit={unit}")], &input);
+        let ours_rows = value_rows(&ours, 0, 3);
+        let theirs_rows = value_rows(&theirs, 0, 5);
+        assert!(ours_rows.len() >= 4, "{ours}");
+        for row in &ours_rows {
+            assert!(
+                theirs_rows.contains(row),
+                "unit={unit}: {row:?} not Go's\n{ours}\nGo:\n{theirs}"
+            );
+        }
+    }
+    let ours = report(&["--dcpiprof"], &[&input]);
+    assert!(
+        ours.contains("\ncpu              330ms  10ms cpu\n"),
+        "{ours}"
+    );
+    assert!(!ours.contains("000000"), "{ours}");
+}
+
+/// The visible text of a page: no scripts (the flame graph's data keeps
+/// raw values, as `--json` does), no tags or attributes (`data-value`).
+fn visible_text(html: &str) -> String {
+    let mut text = String::new();
+    let mut rest = html;
+    while let Some(start) = rest.find("<script") {
+        text.push_str(&rest[..start]);
+        rest = rest[start..].split_once("</script>").map_or("", |(_, r)| r);
+    }
+    text.push_str(rest);
+    let mut visible = String::new();
+    let mut in_tag = false;
+    for c in text.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' => {
+                in_tag = false;
+                visible.push(' ');
+            }
+            c if !in_tag => visible.push(c),
+            _ => {}
+        }
+    }
+    visible
+}
+
+/// Every view of the web UI, its sample menu and its legend print time
+/// scaled (`cpu (2.10s)`, `Period: 1ms`), never raw nanoseconds (no
+/// number of 7 digits or more is shown), a diff with `--confidence` too;
+/// `?unit=ms` rescales the menu and the legend.
+#[test]
+fn the_web_ui_prints_units_in_every_view() {
+    let input = data("record-spin.pb.gz");
+    let base = format!("--base={}", data("go-cpu.pb.gz").display());
+    let confidence = std::path::PathBuf::from("--confidence");
+    for inputs in [
+        vec![input.clone()],
+        vec![PathBuf::from(&base), confidence, input.clone()],
+    ] {
+        let inputs: Vec<&Path> = inputs.iter().map(PathBuf::as_path).collect();
+        let web = common::WebUi::start(&inputs);
+        for view in [
+            "top",
+            "graph",
+            "flamegraph",
+            "peek?f=burn_a",
+            "source?f=burn_a",
+        ] {
+            let (status, page) = web.get_text(&format!("/ui/{view}"));
+            assert_eq!(status, 200, "{view}");
+            let text = visible_text(&page);
+            let raw = text
+                .split(|c: char| !c.is_ascii_alphanumeric())
+                .find(|w| w.len() >= 7 && w.bytes().all(|b| b.is_ascii_digit()));
+            assert_eq!(raw, None, "{inputs:?} {view}: a raw value in\n{text}");
+            assert!(text.contains("Period: 1ms"), "{view}:\n{text}");
+        }
+        let (_, page) = web.get_text("/ui/top");
+        let text = visible_text(&page);
+        let (_, in_ms) = web.get_text("/ui/top?unit=ms");
+        let in_ms = visible_text(&in_ms);
+        if inputs.len() == 1 {
+            assert!(text.contains("samples (2095)"), "{text}");
+            assert!(text.contains("cpu (2.10s)"), "{text}");
+            assert!(text.contains("Total: 2.10s (cpu)"), "{text}");
+            assert!(in_ms.contains("cpu (2095ms)"), "{in_ms}");
+            assert!(in_ms.contains("Total: 2095ms (cpu)"), "{in_ms}");
+        } else {
+            // A diff's legend and menu give the base's totals.
+            assert!(text.contains("cpu (330ms)"), "{text}");
+            assert!(text.contains("Total: 330ms (cpu) in the base"), "{text}");
+        }
+    }
+}

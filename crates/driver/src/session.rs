@@ -864,6 +864,7 @@ impl RenderContext<'_> {
                     index,
                     out,
                     self.cx.config.confidence(),
+                    &options.unit,
                 )?;
             }
             Output::Flame(kind) => self.flame(kind, out)?,
