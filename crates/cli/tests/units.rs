@@ -370,3 +370,63 @@ fn the_web_ui_prints_units_in_every_view() {
         }
     }
 }
+
+/// `--proto` writes what the filters keep, as Go pprof's `-proto`: the
+/// samples `--focus`/`--ignore` keep, the lines `--hide`/`--show` leave
+/// (by function name or file name, as Go matches them: `--hide=runtime`
+/// hides `time.now`, whose file is `runtime/time_linux_amd64.s`), the
+/// callers `--show_from` cuts; a sample left without frames is dropped.
+/// Go pprof's `-traces` of both files are equal, and so are our `--text`
+/// and Go's `-top` with the same filter.
+#[test]
+fn proto_applies_the_filters_as_go_pprof_does() {
+    if !require_tool("pprof") {
+        return;
+    }
+    let dir = cpuprof_testkit::TempDir::new().unwrap();
+    let (ours, theirs) = (dir.path().join("ours.pb.gz"), dir.path().join("go.pb.gz"));
+    let go_cpu: &[&str] = &[
+        "focus=burnB",
+        "ignore=burnB",
+        "hide=runtime",
+        "show=main\\.",
+        "show_from=burnB",
+        "hide=burnA",
+    ];
+    let spin: &[&str] = &["focus=burn_b", "hide=recurse", "show=^(burn|recurse)"];
+    for (input, filters) in [
+        (data("go-cpu.pb.gz"), go_cpu),
+        (data("record-spin.pb.gz"), spin),
+    ] {
+        for filter in filters {
+            let status = common::cpuprof()
+                .args(["report", "--proto", &format!("--{filter}"), "-o"])
+                .arg(&ours)
+                .arg(&input)
+                .status()
+                .unwrap();
+            assert!(status.success(), "{filter}");
+            let go_status = Command::new("pprof")
+                .args(["-proto", &format!("-{filter}"), "-output"])
+                .arg(&theirs)
+                .arg(&input)
+                .stderr(std::process::Stdio::null())
+                .status()
+                .unwrap();
+            assert!(go_status.success(), "Go pprof -proto -{filter}");
+            let traces = |file: &Path| comparable(&go(&["-traces"], file));
+            assert_eq!(
+                traces(&ours),
+                traces(&theirs),
+                "--proto --{filter} of {}: ours (left), Go's (right)",
+                input.display()
+            );
+            // Each filter changes the profile written.
+            let whole = go(&["-traces"], &input);
+            assert_ne!(traces(&ours), comparable(&whole), "{filter}");
+        }
+    }
+    let text = report(&["--text", "--hide=runtime"], &[&data("go-cpu.pb.gz")]);
+    let top = go(&["-top", "-hide=runtime"], &data("go-cpu.pb.gz"));
+    assert_eq!(comparable(&text), comparable(&top));
+}
