@@ -260,3 +260,35 @@ fn raw_of_collapsed_stacks_is_refused_without_output() {
     assert_eq!(stderr.lines().count(), 1, "{stderr}");
     assert!(stderr.contains("--raw needs program addresses"), "{stderr}");
 }
+
+/// Two profiles each within `i64` whose sum is not (2^62 samples each),
+/// summed or one subtracted as a base: one line naming the step, exit 1,
+/// as for a single profile beyond 2^63.
+#[test]
+fn sums_and_diffs_beyond_i64_are_one_line() {
+    let dir = TempDir::new().unwrap();
+    let a = dir.path().join("a.txt");
+    let b = dir.path().join("b.txt");
+    std::fs::write(&a, "main;work 4611686018427387904\n").unwrap();
+    std::fs::write(&b, "main;other 4611686018427387904\n").unwrap();
+    let alone = report(&[&a]);
+    assert!(alone.status.success());
+    let base = std::ffi::OsString::from(format!("--base={}", b.display()));
+    for (args, step) in [
+        (vec![a.as_path(), b.as_path()], "summing the profiles"),
+        (vec![Path::new(&base), a.as_path()], "--base"),
+    ] {
+        let out = report(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+        assert_eq!(
+            err.trim_end(),
+            format!(
+                "cpuprof: {step}: the samples values of the 2 profiles add up to \
+                 9223372036854775808, beyond 2^63: not real profiles"
+            ),
+            "{args:?}"
+        );
+    }
+}

@@ -842,13 +842,22 @@ impl RenderContext<'_> {
                     options,
                 )?;
             }
-            // The label options write the samples they keep, their labels
-            // and pseudo-frames (as Go pprof's -proto); other filters do
-            // not change the profile written.
-            Output::Proto if options.tags.any() => cpuprof_profile::proto::write(
-                &cpuprof_report::filtered::labelled_profile(stacks, &options.tags),
-                out,
-            )?,
+            // The filters write the samples they keep with the lines they
+            // show, the label options their labels and pseudo-frames (as
+            // Go pprof's -proto).
+            Output::Proto
+                if options.tags.any()
+                    || options.focus.is_some()
+                    || options.ignore.is_some()
+                    || options.hide.is_some()
+                    || options.show.is_some()
+                    || options.show_from.is_some() =>
+            {
+                cpuprof_profile::proto::write(
+                    &cpuprof_report::filtered::labelled_profile(stacks, &options.tags),
+                    out,
+                )?
+            }
             Output::Proto => cpuprof_profile::proto::write(profile, out)?,
             Output::Comments => {
                 for comment in &profile.comments {
@@ -864,6 +873,7 @@ impl RenderContext<'_> {
                     index,
                     out,
                     self.cx.config.confidence(),
+                    &options.unit,
                 )?;
             }
             Output::Flame(kind) => self.flame(kind, out)?,

@@ -64,6 +64,7 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
             show(other)
         )));
     }
+    check_sum(&first, &rest, &shared)?;
     let default_sample_type = if shared.iter().any(|t| t.kind == first.default_sample_type) {
         first.default_sample_type.clone()
     } else {
@@ -100,6 +101,40 @@ pub fn merge(profiles: Vec<Profile>) -> Result<Profile, MergeError> {
     out.sort_mappings();
     out.merge_samples();
     Ok(out)
+}
+
+/// Refuses to sum profiles whose values of one shared sample type add up
+/// (in absolute value, over all of them) beyond `i64::MAX`, as reading one
+/// such profile is refused: every total of the sum would be wrong. (A
+/// base is summed negated, so a diff is checked the same way.)
+fn check_sum(
+    first: &Profile,
+    rest: &[Profile],
+    shared: &[crate::model::ValueType],
+) -> Result<(), MergeError> {
+    for t in shared {
+        let mut total: i128 = 0;
+        for p in std::iter::once(first).chain(rest) {
+            let Some(column) = p.sample_types.iter().position(|u| u == t) else {
+                continue;
+            };
+            total += p
+                .samples
+                .iter()
+                .filter_map(|s| s.values.get(column))
+                .map(|&v| i128::from(v).abs())
+                .sum::<i128>();
+        }
+        if total > i128::from(i64::MAX) {
+            return Err(MergeError(format!(
+                "the {} values of the {} profiles add up to {total}, beyond 2^63: \
+                 not real profiles",
+                t.kind,
+                1 + rest.len()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Keeps only the values of `types` (all of which `p` has) in `p`'s
@@ -203,6 +238,24 @@ mod tests {
         let locs = addresses.iter().map(|&a| b.location_at(a)).collect();
         b.add_sample(locs, vec![count, count * 10]);
         b.finish()
+    }
+
+    #[test]
+    fn refuses_sums_beyond_i64() {
+        // Sample counts n, cpu 10n: each profile alone is fine.
+        let n = (1i64 << 62) / 10 + 1;
+        assert!(merge(vec![one(&[1], n / 2), one(&[2], n / 2)]).is_ok());
+        let err = merge(vec![one(&[1], n), one(&[2], n)]).unwrap_err();
+        assert_eq!(
+            err.0,
+            format!(
+                "the cpu values of the 2 profiles add up to {}, beyond 2^63: not real profiles",
+                20 * i128::from(n)
+            )
+        );
+        // A base is summed negated: a diff is checked in absolute value.
+        let err = merge(vec![one(&[1], n), one(&[1], -n)]).unwrap_err();
+        assert!(err.0.contains("beyond 2^63"), "{err}");
     }
 
     #[test]

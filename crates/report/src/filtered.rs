@@ -1,6 +1,8 @@
 //! The profile a report sees, as a profile: the samples its filters kept
 //! (`--focus`, `--ignore`, `--show_from`, the profiler's own frames
-//! removed), for the web UI's download of "the current profile".
+//! removed), for the web UI's download of "the current profile"; with the
+//! lines `--hide`/`--show` remove taken out too, for `--proto` (Go pprof's
+//! `-proto`).
 
 use cpuprof_profile::{Function, FunctionId, Label, Line, Location, LocationId, Profile, Sample};
 use rustc_hash::FxHashMap;
@@ -42,12 +44,56 @@ pub fn kept_profile(stacks: &Stacks) -> Profile {
     }
 }
 
-/// [`kept_profile`] with the label options applied as Go pprof's `-proto`
+/// [`kept_profile`] without the lines `--hide`/`--show` remove, as Go
+/// pprof's `-proto` writes a profile: a location keeps the lines whose
+/// frames the report shows; a location left without lines (or, without
+/// lines to begin with, whose address the filters removed) leaves its
+/// samples' stacks, and a sample left without locations is dropped.
+pub fn shown_profile(stacks: &Stacks) -> Profile {
+    let mut profile = kept_profile(stacks);
+    let mut removed = vec![false; profile.locations.len()];
+    for (i, location) in profile.locations.iter_mut().enumerate() {
+        let frames = stacks.location_frames(LocationId::from_index(i));
+        if frames.len() == location.lines.len().max(1) {
+            continue;
+        }
+        if location.lines.is_empty() {
+            removed[i] = frames.is_empty();
+            continue;
+        }
+        // The frames are the shown lines in order: match them greedily by
+        // function name.
+        let mut next = frames.iter().peekable();
+        let functions = &stacks.profile().functions;
+        location.lines.retain(|line| {
+            let name = &functions[line.function.index()].name;
+            match next.peek() {
+                Some(&&f) if stacks.frame(f).function == *name => {
+                    next.next();
+                    true
+                }
+                _ => false,
+            }
+        });
+        removed[i] = location.lines.is_empty();
+    }
+    if removed.iter().any(|&r| r) {
+        // A sample left without locations is dropped, as Go drops it.
+        profile.samples.retain_mut(|sample| {
+            let had = !sample.locations.is_empty();
+            sample.locations.retain(|l| !removed[l.index()]);
+            !had || !sample.locations.is_empty()
+        });
+    }
+    profile
+}
+
+/// [`shown_profile`] with the label options applied as Go pprof's `-proto`
 /// writes them: only the labels `--tagshow`/`--taghide` show, and the
 /// pseudo-frames of `--tagroot`/`--tagleaf` as locations of functions
 /// named after the values (file name: the key).
 pub fn labelled_profile(stacks: &Stacks, tags: &TagOptions) -> Profile {
-    let mut profile = kept_profile(stacks);
+    let mut profile = shown_profile(stacks);
     let mut pseudo: FxHashMap<(String, String), LocationId> = FxHashMap::default();
     let mut location_of = |profile: &mut Profile, labels: &[Label], key: &String| {
         let name = tags.frame_name(labels, key).unwrap_or_default();

@@ -609,6 +609,13 @@ impl<'p> Stacks<'p> {
         &self.frames[id.index()]
     }
 
+    /// The frames location `id` shows (its lines, inlined ones first,
+    /// without those `--hide`/`--show` remove).
+    pub fn location_frames(&self, id: LocationId) -> &[FrameId] {
+        let (start, len) = self.location_frames[id.index()];
+        &self.location_arena[start as usize..(start + len) as usize]
+    }
+
     /// The profile the stacks are a view of.
     pub fn profile(&self) -> &'p Profile {
         self.profile
@@ -914,8 +921,11 @@ impl<'a> FrameTable<'a> {
                 Granularity::Files => function.filename.clone(),
                 Granularity::Addresses => format!("{address:016x} {short} {file_line}"),
             };
-            if matches(&self.options.hide, &[&name, &function.name])
-                || !show(&[&name, &function.name, &file_line])
+            // As Go pprof's -hide: by name or file name.
+            if matches(
+                &self.options.hide,
+                &[&name, &function.name, &function.filename],
+            ) || !show(&[&name, &function.name, &file_line])
             {
                 continue;
             }

@@ -450,9 +450,9 @@ fn diff_pages_colour_by_change_and_show_the_base() {
             .unwrap()["fill"]
             .clone()
     };
-    // The same colours as the SVG: 15 of 20 steps towards red or blue.
+    // The same colours as the SVG: 15 of 20 steps towards red or green.
     assert_eq!(fill("grew"), "#ff6464");
-    assert_eq!(fill("shrank"), "#6464ff");
+    assert_eq!(fill("shrank"), "#64cd64");
     assert_eq!(fill("main"), "#ebebeb");
     if let Some(dir) = std::env::var_os("CPUPROF_KEEP_SCREENSHOTS") {
         let png = Path::new(&dir).join("flame-diff.png");

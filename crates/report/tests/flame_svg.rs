@@ -175,7 +175,7 @@ fn odd_names_stay_valid_xml() {
 }
 
 #[test]
-fn diff_frames_are_red_when_grown_and_blue_when_shrunk() {
+fn diff_frames_are_red_when_grown_and_green_when_shrunk() {
     let mut input = FlameInput::new("diff", "samples", 10);
     input.add_stack_names(&["main", "grew"], 8, Some(2));
     input.add_stack_names(&["main", "shrank"], 2, Some(8));
@@ -189,9 +189,9 @@ fn diff_frames_are_red_when_grown_and_blue_when_shrunk() {
         by_name("grew").tooltip,
         "grew (8 samples, 80.00%; base 2, +6, +300.00%)"
     );
-    assert_eq!(by_name("shrank").fill, "#6464ff");
+    assert_eq!(by_name("shrank").fill, "#64cd64");
     assert_eq!(by_name("main").fill, "#ebebeb");
-    assert!(svg.contains("base: 10 samples (+0, +0.00%); red grew, blue shrank"));
+    assert!(svg.contains("base: 10 samples (+0, +0.00%); red grew, green shrank"));
 }
 
 #[test]

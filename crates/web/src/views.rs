@@ -516,14 +516,17 @@ impl App {
                     .ok()
                     .flatten()
                     .unwrap_or_else(|| profile.default_sample_index());
+            // Each type with its total, in its unit (`cpu (2.10s)`,
+            // `samples (2095)`), as the legend prints the total.
             for (i, t) in types.iter().enumerate() {
+                let total = self.totals.get(i).copied().unwrap_or(0);
                 let _ = write!(
                     html,
                     "<option value=\"{}\"{}>{} ({})</option>",
                     escape(&t.kind),
                     if i == current { " selected" } else { "" },
                     escape(&t.kind),
-                    escape(&t.unit)
+                    escape(&total_label(t, total, config.get("unit")))
                 );
             }
             html.push_str("</select></label>");
@@ -576,17 +579,10 @@ impl App {
                 ""
             };
             if cpuprof_report::measure::is_scaled_unit(&t.unit) {
-                let measure = cpuprof_report::measure::Measure::select(
-                    &t.unit,
-                    config.get("unit"),
-                    [total],
-                    total,
-                    false,
-                );
                 let _ = write!(
                     html,
                     "<span>Total: {} ({}){of_base}</span>",
-                    escape(&measure.label(total)),
+                    escape(&total_label(t, total, config.get("unit"))),
                     escape(&t.kind)
                 );
             } else {
@@ -600,12 +596,13 @@ impl App {
             }
         }
         if profile.period > 0 {
-            let _ = write!(
-                html,
-                "<span>Period: {} {}</span>",
-                profile.period,
-                escape(&profile.period_type.unit)
-            );
+            let unit = &profile.period_type.unit;
+            let period = if cpuprof_report::measure::is_scaled_unit(unit) {
+                cpuprof_report::measure::scaled_label(profile.period, unit, "auto")
+            } else {
+                format!("{} {unit}", profile.period)
+            };
+            let _ = write!(html, "<span>Period: {}</span>", escape(&period));
         }
         let filters: Vec<String> = config
             .changed()
@@ -744,6 +741,16 @@ fn percent(value: i64, total: i64) -> String {
 
 /// Escapes text for HTML: the listing page's escaper.
 pub use cpuprof_report::output::weblist::escape;
+
+/// A total of values of type `t` as the legend prints it: time and bytes
+/// scaled under the `unit` setting (`2.10s`), counts as they are.
+fn total_label(t: &cpuprof_profile::ValueType, total: i64, unit: &str) -> String {
+    if cpuprof_report::measure::is_scaled_unit(&t.unit) {
+        cpuprof_report::measure::Measure::select(&t.unit, unit, [total], total, false).label(total)
+    } else {
+        total.to_string()
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -15,6 +15,20 @@
 //! Each sample counts at its leaf address; the procedure is the function
 //! the address belongs to (the outermost frame of its inline chain), or
 //! the address when unsymbolized; the image is the mapping's file name.
+//!
+//! Time and byte values are scaled as the text report scales them (the
+//! `unit` setting; `minimum`: one unit for the whole report, that of its
+//! smallest row), the column as wide as its widest value:
+//!
+//! ```text
+//! Column          Total  Period (for events)
+//! ------          -----  ------
+//! cpu             330ms  10ms cpu
+//!
+//! ===========================================================================
+//!      cpu       %    cum% procedure                      image
+//!    200ms  60.61%  60.61% main.burnA                     goprof
+//! ```
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -22,18 +36,22 @@ use std::io::{self, Write};
 use cpuprof_profile::Profile;
 use rustc_hash::FxHashMap;
 
+use crate::measure::{is_scaled_unit, Measure};
+
 /// Writes the per-procedure report of `profile`'s `sample_index` values.
 pub fn write(profile: &Profile, sample_index: usize, out: &mut dyn Write) -> io::Result<()> {
-    write_with(profile, sample_index, out, None)
+    write_with(profile, sample_index, out, None, "minimum")
 }
 
 /// [`write`], with the interval of each row's % at confidence `level`
-/// (`--confidence`) before the procedure.
+/// (`--confidence`) before the procedure, time and bytes printed under
+/// the `unit` setting `unit`.
 pub fn write_with(
     profile: &Profile,
     sample_index: usize,
     out: &mut dyn Write,
     level: Option<f64>,
+    unit: &str,
 ) -> io::Result<()> {
     let mut rows: FxHashMap<(String, String), i64> = FxHashMap::default();
     let mut total = 0i64;
@@ -61,22 +79,41 @@ pub fn write_with(
     }
     let mut rows: Vec<((String, String), i64)> = rows.into_iter().collect();
     rows.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
-    let column = profile
-        .sample_types
-        .get(sample_index)
-        .map_or("samples".to_string(), |t| t.kind.clone());
+    let sample_type = profile.sample_types.get(sample_index);
+    let column = sample_type.map_or("samples".to_string(), |t| t.kind.clone());
+    // Time and bytes: one unit for the report, as the text report's.
+    let measure = sample_type
+        .filter(|t| is_scaled_unit(&t.unit))
+        .map(|t| Measure::select(&t.unit, unit, rows.iter().map(|r| r.1), total, false));
+    let label = |v: i64| match &measure {
+        Some(m) => m.label(v),
+        None => v.to_string(),
+    };
+    let width = rows
+        .iter()
+        .map(|r| label(r.1).len())
+        .max()
+        .unwrap_or(0)
+        .max(column.len())
+        .max(8);
     let mut text = String::new();
     let _ = writeln!(text, "{:<15} {:>6}  Period (for events)", "Column", "Total");
     let _ = writeln!(text, "{:<15} {:>6}  ------", "------", "-----");
-    let period = if profile.period > 0 {
+    let period = if profile.period <= 0 {
+        "-".to_string()
+    } else if is_scaled_unit(&profile.period_type.unit) {
+        format!(
+            "{} {}",
+            Measure::select(&profile.period_type.unit, "auto", [], 0, false).label(profile.period),
+            profile.period_type.kind
+        )
+    } else {
         format!(
             "{} {}/{}",
             profile.period, profile.period_type.kind, profile.period_type.unit
         )
-    } else {
-        "-".to_string()
     };
-    let _ = writeln!(text, "{column:<15} {total:>6}  {period}");
+    let _ = writeln!(text, "{column:<15} {:>6}  {period}", label(total));
     text.push('\n');
     text.push_str(&"=".repeat(75));
     text.push('\n');
@@ -93,7 +130,7 @@ pub fn write_with(
     };
     let _ = writeln!(
         text,
-        "{column:>8} {:>7}{interval_header} {:>7} {:<30} image",
+        "{column:>width$} {:>7}{interval_header} {:>7} {:<30} image",
         "%", "cum%", "procedure"
     );
     let mut cum = 0i64;
@@ -119,7 +156,8 @@ pub fn write_with(
         };
         let _ = writeln!(
             text,
-            "{v:>8} {:>6.2}%{interval} {:>6.2}% {procedure:<30} {image}",
+            "{:>width$} {:>6.2}%{interval} {:>6.2}% {procedure:<30} {image}",
+            label(v),
             pct(v),
             pct(cum)
         );

@@ -25,7 +25,9 @@
 //! colour, so a function has the same colour in every graph and every run.
 //! In a diff (some stack has a base value) a frame is coloured by the
 //! relative change of its share (of each profile's own total) instead: red
-//! where it grew, blue where it shrank. Output
+//! where it grew, green where it shrank (the call graph's and the web UI's
+//! scheme, Go pprof's call-graph convention: one scheme in every view of
+//! a diff). Output
 //! is byte-identical for the same input: no timestamps, no random ids, and
 //! every iteration is in sorted order.
 
@@ -557,7 +559,7 @@ impl<'a> Page<'a> {
         }
         if self.tree.is_diff() {
             line.push_str(&format!(
-                ", base: {} ({}); red grew, blue shrank",
+                ", base: {} ({}); red grew, green shrank",
                 values.with_unit(self.tree.nodes()[0].base),
                 signed_change(values, root, self.tree.nodes()[0].base)
             ));
@@ -588,7 +590,7 @@ fn signed_change(values: &ValueFormat, value: i64, base: i64) -> String {
     format!("{delta_text}, {:+.2}%", delta as f64 * 100.0 / base as f64)
 }
 
-/// Steps of relative change between white and full red (or blue).
+/// Steps of relative change between white and full red (or green).
 const DIFF_STEPS: i32 = 20;
 
 /// The relative change of a frame, `(value - base) / max(value, base)` in
@@ -618,7 +620,7 @@ fn share_step(value: i64, base: i64, total: i64, base_total: i64) -> i32 {
     ((new - old) / largest * DIFF_STEPS as f64).round() as i32
 }
 
-/// Red for growth, blue for shrinkage, near-white for no change.
+/// Red for growth, green for shrinkage, near-white for no change.
 fn diff_color(step: i32) -> String {
     let strength = step.unsigned_abs();
     // From 235 (pale) down to 55 (saturated) on the two fading channels.
@@ -626,7 +628,8 @@ fn diff_color(step: i32) -> String {
     let (r, g, b) = match step {
         0 => (235, 235, 235),
         s if s > 0 => (255, fade, fade),
-        _ => (fade, fade, 255),
+        // Green fades less than the other two, from 235 to 195.
+        _ => (fade, 235 - strength * 40 / DIFF_STEPS as u32, fade),
     };
     format!("#{r:02x}{g:02x}{b:02x}")
 }
@@ -727,11 +730,11 @@ mod tests {
         assert_eq!(diff_step(10, 10), 0);
         assert_eq!(diff_step(20, 10), 10); // +100%: half of the way to red
         assert_eq!(diff_step(10, 0), 20); // new: full red
-        assert_eq!(diff_step(0, 10), -20); // gone: full blue
+        assert_eq!(diff_step(0, 10), -20); // gone: full green
         assert_eq!(diff_step(5, 10), -10);
         assert_eq!(diff_color(0), "#ebebeb");
         assert_eq!(diff_color(20), "#ff3737");
-        assert_eq!(diff_color(-20), "#3737ff");
+        assert_eq!(diff_color(-20), "#37c337");
         assert_eq!(diff_color(10), "#ff9191");
     }
 

@@ -14,11 +14,16 @@
 //! -----------+-------------------------------------------------------
 //! ```
 //!
-//! Unlike Go pprof, which prints one block per sample of the profile,
-//! samples with the same frames are summed into one block (the stacks are
-//! those of [`crate::distinct`]); blocks are sorted by value, largest
-//! first, then as `--collapsed` sorts them. Values are the report's (sample
-//! counts for gperftools profiles), not converted to time.
+//! Values with a unit (time, bytes) print as Go pprof's `-traces` prints
+//! them: its header, one block per sample in the profile's order (samples
+//! of value 0 too, such as a freed allocation's `inuse_space`), each value
+//! scaled on its own, inlined frames marked ` (inline)`; as Go, samples
+//! whose values are all 0 are left out.
+//!
+//! Counts (gperftools CPU profiles) keep the summed layout: samples with
+//! the same frames are one block (the stacks are those of
+//! [`crate::distinct`]), blocks sorted by value, largest first, then as
+//! `--collapsed` sorts them, stacks of value 0 left out.
 //!
 //! Samples with labels have them above their stack, as Go prints them
 //! (`%10s:  values`, see [`crate::tags::trace_lines`]); samples with the
@@ -99,7 +104,7 @@ pub fn write_labelled(
         for label in profile_labels(stacks, &Options::default(), m, stacks.total) {
             writeln!(out, "{label}")?;
         }
-        return write_stacks(out, stacks, tags, Some(m));
+        return write_samples(out, stacks, tags, m);
     }
     writeln!(out, "File: {program}")?;
     let sample_type = &stacks.sample_type;
@@ -124,16 +129,61 @@ pub fn write_labelled(
         stacks.total,
         unit_word(&stacks.sample_type)
     )?;
-    write_stacks(out, stacks, tags, None)
+    write_stacks(out, stacks, tags)
 }
 
-/// The blocks of `--traces`, values scaled by `measure` when given.
-fn write_stacks(
+/// The blocks of `--traces` in Go pprof's manner, for values with a unit:
+/// one block per sample, in the profile's order, samples of value 0
+/// included (a heap profile's `inuse` of a freed allocation), inlined
+/// frames marked ` (inline)`.
+fn write_samples(
     out: &mut dyn Write,
     stacks: &Stacks,
     tags: &TagOptions,
-    measure: Option<&Measure>,
+    measure: &Measure,
 ) -> io::Result<()> {
+    let format = LabelFormat::new(stacks.profile());
+    let mut frames = Vec::with_capacity(256);
+    let mut text = String::with_capacity(1 << 16);
+    let mut any = false;
+    for i in 0..stacks.len() {
+        // Go pprof drops the samples whose values are all 0 when it reads
+        // a profile (its merge step); a sample with another value is kept.
+        if stacks.sample(i).values.iter().all(|&v| v == 0) {
+            continue;
+        }
+        let value = stacks.expand(i, &mut frames);
+        if frames.is_empty() {
+            continue;
+        }
+        any = true;
+        text.push_str(SEPARATOR);
+        text.push('\n');
+        text.push_str(&trace_lines(&stacks.sample(i).labels, &format, tags));
+        for (depth, id) in frames.iter().enumerate() {
+            let frame = stacks.frame(*id);
+            let value = if depth == 0 {
+                measure.label(value)
+            } else {
+                String::new()
+            };
+            let inline = if frame.inlined { " (inline)" } else { "" };
+            let _ = writeln!(text, "{value:>10}   {}{inline}", frame.name);
+        }
+        if text.len() > 1 << 16 {
+            out.write_all(text.as_bytes())?;
+            text.clear();
+        }
+    }
+    out.write_all(text.as_bytes())?;
+    if any {
+        writeln!(out, "{SEPARATOR}")?;
+    }
+    Ok(())
+}
+
+/// The blocks of `--traces` for counts: identical stacks summed.
+fn write_stacks(out: &mut dyn Write, stacks: &Stacks, tags: &TagOptions) -> io::Result<()> {
     let distinct = labelled_stacks(stacks, tags);
     // Lines are built in a buffer: a big profile has millions of frames.
     let mut text = String::with_capacity(1 << 16);
@@ -147,14 +197,7 @@ fn write_stacks(
         for (i, frame) in stack.frames.iter().enumerate() {
             let name = &stacks.frame(*frame).name;
             if i == 0 {
-                match measure {
-                    Some(m) => {
-                        let _ = writeln!(text, "{:>10}   {name}", m.label(stack.value));
-                    }
-                    None => {
-                        let _ = writeln!(text, "{:>10}   {name}", stack.value);
-                    }
-                }
+                let _ = writeln!(text, "{:>10}   {name}", stack.value);
             } else {
                 text.push_str("             ");
                 text.push_str(name);
