@@ -59,6 +59,11 @@ const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
 const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
 
+/// perf's x86_64 register number (`enum perf_event_x86_regs`: AX 0, BX 1,
+/// CX 2, DX 3, SI 4, DI 5, BP 6, SP 7, IP 8, ..., R8 16 ... R15 23) of each
+/// DWARF register 0-15 (rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8-r15).
+const PERF_OF_DWARF: [u64; 16] = [0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+
 /// How many `--call-graph dwarf` samples are unwound together (each holds
 /// up to the recorded stack size, 8 KB by default).
 const UNWIND_BATCH: usize = 4096;
@@ -83,12 +88,15 @@ pub struct AddressSpace {
 pub struct UnwindJob {
     /// The process's mappings at the sample's time.
     pub space: Arc<AddressSpace>,
-    /// The saved user registers: instruction, stack and frame pointers.
+    /// The saved user instruction pointer.
     pub pc: u64,
-    /// Stack pointer.
-    pub sp: u64,
-    /// Frame pointer (rbp).
-    pub bp: u64,
+    /// The saved user general registers in DWARF's x86_64 numbering (rax,
+    /// rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8 ... r15); None where the
+    /// file's `sample_regs_user` leaves one out. Stack and frame pointer
+    /// are always there (a sample without them is not unwound); the
+    /// others let CFI that defines a frame on them (ld.so's lazy-binding
+    /// trampoline on rbx) be followed.
+    pub regs: [Option<u64>; 16],
     /// The stack bytes saved from `sp` upwards.
     pub stack: Vec<u8>,
     /// Filled by the unwinder: `pc`, then each caller's return address,
@@ -936,7 +944,7 @@ impl<'u> State<'u> {
             (&s.user_regs, &s.user_stack, self.unwinder, self.x86_64)
         {
             // perf's x86_64 register numbers: BP 6, SP 7, IP 8.
-            if let (Some(bp), Some(sp), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
+            if let (Some(_), Some(_), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
                 let size = (*dyn_size as usize).min(stack.len());
                 let bytes = match stack.get(0..size) {
                     Some(b) => b.as_slice().into_owned(),
@@ -946,8 +954,7 @@ impl<'u> State<'u> {
                 self.jobs.push(UnwindJob {
                     space,
                     pc,
-                    sp,
-                    bp,
+                    regs: PERF_OF_DWARF.map(|perf| regs.get(perf)),
                     stack: bytes,
                     frames: Vec::new(),
                 });

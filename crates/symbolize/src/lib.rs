@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod binary;
+mod cfi;
 mod crc32;
 mod debugfile;
 pub mod debuginfod;
