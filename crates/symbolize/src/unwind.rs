@@ -31,6 +31,9 @@ use rustc_hash::FxHashMap;
 
 use crate::cfi::{self, Cfi, Registers, Step};
 
+/// The most address spaces kept at once.
+const MAX_SPACES: usize = 1024;
+
 /// The most frames taken from one stack.
 const MAX_FRAMES: usize = 1024;
 
@@ -160,6 +163,11 @@ impl DwarfUnwinder {
             hard,
         });
         if let Ok(mut spaces) = self.spaces.lock() {
+            // Kept for the next batches; an unwinder that has seen many
+            // (a long session, a fuzzing run) starts afresh.
+            if spaces.len() >= MAX_SPACES {
+                spaces.clear();
+            }
             spaces.insert(space.id, space_unwinder.clone());
         }
         space_unwinder
@@ -167,7 +175,7 @@ impl DwarfUnwinder {
 }
 
 impl StackUnwinder for DwarfUnwinder {
-    fn unwind(&self, jobs: &mut [UnwindJob]) {
+    fn unwind(&self, jobs: &mut [UnwindJob], stacks: &[u8]) {
         let mut spaces: FxHashMap<u64, Arc<Space>> = FxHashMap::default();
         for job in jobs.iter() {
             spaces
@@ -181,30 +189,30 @@ impl StackUnwinder for DwarfUnwinder {
             },
             |scratch, job| {
                 if let Some(space) = spaces.get(&job.space.id) {
-                    unwind_one(space, scratch, job);
+                    let stack = stacks.get(job.stack.clone()).unwrap_or_default();
+                    unwind_one(space, scratch, job, stack);
                 }
             },
         );
     }
 }
 
-/// 8 bytes of the saved stack at `address`.
-fn read_stack(job: &UnwindJob, address: u64) -> Option<u64> {
-    let sp = job.regs[cfi::RSP]?;
+/// 8 bytes of the saved stack (`stack`, from `sp` up) at `address`.
+fn read_stack(stack: &[u8], sp: u64, address: u64) -> Option<u64> {
     let at = usize::try_from(address.checked_sub(sp)?).ok()?;
-    let bytes = job.stack.get(at..at.checked_add(8)?)?;
+    let bytes = stack.get(at..at.checked_add(8)?)?;
     Some(u64::from_le_bytes(bytes.try_into().ok()?))
 }
 
 /// framehop's unwinding; again with every register (see the module doc)
 /// when it meets a frame beyond it.
-fn unwind_one(space: &Space, scratch: &mut Scratch, job: &mut UnwindJob) {
+fn unwind_one(space: &Space, scratch: &mut Scratch, job: &mut UnwindJob, stack: &[u8]) {
     let (Some(sp), Some(bp)) = (job.regs[cfi::RSP], job.regs[cfi::RBP]) else {
         return;
     };
     let mut hard = false;
     {
-        let mut read = |address: u64| read_stack(job, address).ok_or(());
+        let mut read = |address: u64| read_stack(stack, sp, address).ok_or(());
         let regs = UnwindRegsX86_64::new(job.pc, sp, bp);
         let mut frames = space
             .unwinder
@@ -232,17 +240,24 @@ fn unwind_one(space: &Space, scratch: &mut Scratch, job: &mut UnwindJob) {
             return;
         }
     }
-    job.frames = unwind_with_registers(space, scratch, job);
+    job.frames = unwind_with_registers(space, scratch, job, stack);
 }
 
 /// Unwinds `job` from its leaf with every register: gimli's evaluation of
 /// each frame's CFI, framehop's step where a frame has no CFI.
-fn unwind_with_registers(space: &Space, scratch: &mut Scratch, job: &UnwindJob) -> Vec<u64> {
+fn unwind_with_registers(
+    space: &Space,
+    scratch: &mut Scratch,
+    job: &UnwindJob,
+    stack: &[u8],
+) -> Vec<u64> {
     let mut regs: Registers = [None; 17];
     regs[..16].copy_from_slice(&job.regs);
     regs[cfi::RA] = Some(job.pc);
     let mut frames = vec![job.pc];
-    let mut read = |address: u64| read_stack(job, address);
+    // The stack bytes start at the sample's stack pointer.
+    let base = job.regs[cfi::RSP].unwrap_or_default();
+    let mut read = |address: u64| read_stack(stack, base, address);
     while frames.len() < MAX_FRAMES {
         let first = frames.len() == 1;
         let Some(pc) = regs[cfi::RA] else { break };
@@ -274,7 +289,7 @@ fn unwind_with_registers(space: &Space, scratch: &mut Scratch, job: &UnwindJob) 
                     }
                 };
                 let mut fh = UnwindRegsX86_64::new(pc, sp, bp);
-                let mut read = |address: u64| read_stack(job, address).ok_or(());
+                let mut read = |address: u64| read_stack(stack, base, address).ok_or(());
                 match space
                     .unwinder
                     .unwind_frame(address, &mut fh, &mut scratch.cache, &mut read)
