@@ -158,6 +158,18 @@ pub fn read_with(
                 format!("header size {header_size}: expected 104 (file mode) or 16 (pipe mode)"),
             ));
         }
+        // The size of one attribute entry, which the parser divides the
+        // attribute section's size by.
+        if field(data, 16, big).is_none_or(|size| size < 8) {
+            return Err(ParseError::new(
+                FORMAT,
+                16,
+                format!(
+                    "attribute entry size {}: expected at least 8 (perf writes the size of perf_event_attr plus 16)",
+                    field(data, 16, big).unwrap_or(0)
+                ),
+            ));
+        }
         let (offset, size) = match (field(data, 40, big), field(data, 48, big)) {
             (Some(o), Some(s)) => (o, s),
             _ => {
@@ -1131,6 +1143,25 @@ pub fn is_clock_event(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A header whose attribute entry size is 0 is refused with its offset
+    /// (the parser divided by it: found by the perf_data fuzz target).
+    #[test]
+    fn zero_attribute_entry_size_is_refused() {
+        let mut header = b"PERFILE2".to_vec();
+        for word in [104u64, 0, 104, 0, 104, 0, 104, 0, 0, 0, 0, 0] {
+            header.extend(word.to_le_bytes());
+        }
+        let e = read(&header, None).unwrap_err().to_string();
+        assert!(
+            e.contains("offset 16") && e.contains("attribute entry size 0"),
+            "{e}"
+        );
+        // With perf's size (136-byte attributes + 16) that check passes.
+        header[16..24].copy_from_slice(&152u64.to_le_bytes());
+        let other = read(&header, None).err().map(|e| e.to_string());
+        assert!(!other.is_some_and(|e| e.contains("attribute entry size")));
+    }
 
     /// An event description whose counts say more than its bytes hold is
     /// refused before the parser reserves room for them (a corrupt
