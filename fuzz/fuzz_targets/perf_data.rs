@@ -2,10 +2,23 @@
 //! one-line error, never panic, for any bytes; a profile it returns is
 //! consistent. Inputs that do not start with the magic get it prepended
 //! (with a pipe header half the time), so that the fuzzer spends its time
-//! in the records.
+//! in the records. `--call-graph dwarf` samples are unwound by the
+//! symbolizer's unwinder (framehop, and gimli over every register for the
+//! frames beyond it) against whatever mapped files exist here (the seeds'
+//! libc and ld.so): fuzzed registers and stack bytes must not panic it.
 #![no_main]
+use std::sync::OnceLock;
+
 use cpuprof_profile::perf;
+use cpuprof_symbolize::unwind::DwarfUnwinder;
 use libfuzzer_sys::fuzz_target;
+
+/// One unwinder for the run, so that each file's unwind tables are read
+/// once.
+fn unwinder() -> &'static DwarfUnwinder {
+    static UNWINDER: OnceLock<DwarfUnwinder> = OnceLock::new();
+    UNWINDER.get_or_init(DwarfUnwinder::new)
+}
 
 fuzz_target!(|data: &[u8]| {
     let input;
@@ -20,7 +33,7 @@ fuzz_target!(|data: &[u8]| {
         input = v;
         &input
     };
-    match perf::read(bytes, None) {
+    match perf::read(bytes, Some(unwinder())) {
         Ok(p) => assert!(p.validate().is_ok()),
         Err(e) => assert!(!e.to_string().contains('\n')),
     }

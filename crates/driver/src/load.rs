@@ -236,7 +236,13 @@ impl Loader {
             release,
             ..self.read_options.clone()
         };
-        if cpuprof_profile::detect_format_with(data, &options) == Some(Format::Gmon) {
+        let format = cpuprof_profile::detect_format_with(data, &options);
+        if format == Some(Format::PerfData) {
+            // Its kernel frames are named from /proc/kallsyms once it is
+            // read: read that meanwhile.
+            cpuprof_symbolize::prefetch_kernel_symbols();
+        }
+        if format == Some(Format::Gmon) {
             // gmon.out needs the executable's segments and gprof's symbols.
             let full = executable::read_options_for(self.binaries.first().map(PathBuf::as_path));
             options.gmon_symbol_starts = full.gmon_symbol_starts;

@@ -42,7 +42,7 @@ use linux_perf_data::linux_perf_event_reader::{
     CpuMode, EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{DsoKey, Endianness, PerfFileReader, PerfFileRecord, UserRecordType};
-use rustc_hash::FxHashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::{
     Label, LabelValue, LocationId, Mapping, MappingId, ParseError, Profile, Sample, ValueType,
@@ -59,20 +59,33 @@ const PERF_CONTEXT_MAX: u64 = (-4095i64) as u64;
 const PERF_CONTEXT_KERNEL: u64 = (-128i64) as u64;
 const PERF_CONTEXT_USER: u64 = (-512i64) as u64;
 
+/// perf's x86_64 register number (`enum perf_event_x86_regs`: AX 0, BX 1,
+/// CX 2, DX 3, SI 4, DI 5, BP 6, SP 7, IP 8, ..., R8 16 ... R15 23) of each
+/// DWARF register 0-15 (rax, rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8-r15).
+const PERF_OF_DWARF: [u64; 16] = [0, 3, 2, 1, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23];
+
 /// How many `--call-graph dwarf` samples are unwound together (each holds
-/// up to the recorded stack size, 8 KB by default).
-const UNWIND_BATCH: usize = 4096;
+/// up to the recorded stack size, 8 KB by default): enough for every core
+/// to have its share, few enough that the batch's stack bytes (4 MB) are
+/// still in the processor's cache when they are unwound.
+const UNWIND_BATCH: usize = 512;
 
 /// True when `data` starts like a perf.data file or stream.
 pub fn sniff(data: &[u8]) -> bool {
     data.starts_with(b"PERFILE2") || data.starts_with(b"2ELIFREP")
 }
 
+/// The next [`AddressSpace::id`]: unique in the process, so that an
+/// unwinder kept across files (a `--base` diff of two recordings, a
+/// fuzzing run) never takes one file's mappings for another's.
+static NEXT_SPACE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
 /// A process's executable file mappings at one moment, for unwinding.
 #[derive(Debug)]
 pub struct AddressSpace {
-    /// Unique for each distinct set of mappings (a new one after every
-    /// change), so that an unwinder may keep what it built for it.
+    /// Unique in the process for each distinct set of mappings (a new one
+    /// after every change), so that an unwinder may keep what it built
+    /// for it.
     pub id: u64,
     /// The executable mappings of real files, sorted by start.
     pub mappings: Vec<Mapping>,
@@ -83,14 +96,19 @@ pub struct AddressSpace {
 pub struct UnwindJob {
     /// The process's mappings at the sample's time.
     pub space: Arc<AddressSpace>,
-    /// The saved user registers: instruction, stack and frame pointers.
+    /// The saved user instruction pointer.
     pub pc: u64,
-    /// Stack pointer.
-    pub sp: u64,
-    /// Frame pointer (rbp).
-    pub bp: u64,
-    /// The stack bytes saved from `sp` upwards.
-    pub stack: Vec<u8>,
+    /// The saved user general registers in DWARF's x86_64 numbering (rax,
+    /// rdx, rcx, rbx, rsi, rdi, rbp, rsp, r8 ... r15); None where the
+    /// file's `sample_regs_user` leaves one out. Stack and frame pointer
+    /// are always there (a sample without them is not unwound); the
+    /// others let CFI that defines a frame on them (ld.so's lazy-binding
+    /// trampoline on rbx) be followed.
+    pub regs: [Option<u64>; 16],
+    /// Where in the batch's stack bytes (the second argument of
+    /// [`StackUnwinder::unwind`]) this sample's are: the bytes saved from
+    /// `sp` upwards.
+    pub stack: std::ops::Range<usize>,
     /// Filled by the unwinder: `pc`, then each caller's return address,
     /// as found (not adjusted).
     pub frames: Vec<u64>,
@@ -99,8 +117,10 @@ pub struct UnwindJob {
 /// Unwinds user stacks saved by `perf record --call-graph dwarf` against
 /// the mapped files' unwind tables (implemented by the symbolizer crate).
 pub trait StackUnwinder: Send + Sync + fmt::Debug {
-    /// Fills the `frames` of each job (in parallel as it sees fit).
-    fn unwind(&self, jobs: &mut [UnwindJob]);
+    /// Fills the `frames` of each job (in parallel as it sees fit);
+    /// `stacks` holds the jobs' stack bytes, one after the other (one
+    /// buffer for the batch, reused: no allocation per sample).
+    fn unwind(&self, jobs: &mut [UnwindJob], stacks: &[u8]);
 }
 
 /// Reads a perf.data file or pipe stream. `unwinder` unwinds the user
@@ -129,13 +149,25 @@ pub fn read_with(
     })?;
     let pipe = header_size == 16;
     if pipe {
-        check_framing(data, 16, data.len() as u64, big)?;
+        check_framing(data, 16, data.len() as u64, big, release)?;
     } else {
         if header_size < 104 {
             return Err(ParseError::new(
                 FORMAT,
                 8,
                 format!("header size {header_size}: expected 104 (file mode) or 16 (pipe mode)"),
+            ));
+        }
+        // The size of one attribute entry, which the parser divides the
+        // attribute section's size by.
+        if field(data, 16, big).is_none_or(|size| size < 8) {
+            return Err(ParseError::new(
+                FORMAT,
+                16,
+                format!(
+                    "attribute entry size {}: expected at least 8 (perf writes the size of perf_event_attr plus 16)",
+                    field(data, 16, big).unwrap_or(0)
+                ),
             ));
         }
         let (offset, size) = match (field(data, 40, big), field(data, 48, big)) {
@@ -159,7 +191,7 @@ pub fn read_with(
                 ),
             ));
         };
-        check_framing(data, offset, end, big)?;
+        check_framing(data, offset, end, big, release)?;
         check_sections(data, end, big)?;
     }
     let position = Rc::new(Cell::new(0u64));
@@ -331,10 +363,28 @@ fn check_event_desc(section: &[u8], big: bool) -> Result<(), String> {
 }
 
 /// Walks the record headers of `data[start..end]`: every record at least
-/// its header long, inside the data, of a type perf writes.
-pub fn check_framing(data: &[u8], start: u64, end: u64, big: bool) -> Result<(), ParseError> {
+/// its header long, inside the data, of a type perf writes. `release` is
+/// given the parts walked past (as [`read_with`]'s), so that the walk
+/// does not leave the whole file resident.
+pub fn check_framing(
+    data: &[u8],
+    start: u64,
+    end: u64,
+    big: bool,
+    release: Option<fn(&[u8])>,
+) -> Result<(), ParseError> {
     let mut offset = start;
+    let mut released = 0usize;
     while offset < end {
+        if let Some(release) = release {
+            let at = usize::try_from(offset)
+                .unwrap_or(usize::MAX)
+                .min(data.len());
+            if at >= released + RELEASE_EVERY {
+                release(&data[released..at]);
+                released = at;
+            }
+        }
         let o = offset as usize;
         let Some(header) = data.get(o..o + 8).filter(|_| offset + 8 <= end) else {
             return Err(ParseError::new(
@@ -504,9 +554,16 @@ struct State<'u> {
     mapping_index: FxHashMap<(u64, u64, u64, String, String), MappingId>,
     kernel_mapping: Option<MappingId>,
     location_index: FxHashMap<(Option<MappingId>, u64), LocationId>,
-    next_space: u64,
     jobs: Vec<UnwindJob>,
+    /// The stack bytes of `jobs`, one after the other.
+    stacks: Vec<u8>,
     pending: Vec<Pending>,
+    /// The (tid, time) of every sample so far, while all differ and all
+    /// have a time: then no two samples have the same labels, and there
+    /// is nothing to merge.
+    seen: FxHashSet<(i32, u64)>,
+    /// Some samples may have the same labels (and stack): merge them.
+    may_merge: bool,
 }
 
 impl<'u> State<'u> {
@@ -522,9 +579,11 @@ impl<'u> State<'u> {
             mapping_index: FxHashMap::default(),
             kernel_mapping: None,
             location_index: FxHashMap::default(),
-            next_space: 1,
             jobs: Vec::new(),
+            stacks: Vec::new(),
             pending: Vec::new(),
+            seen: FxHashSet::default(),
+            may_merge: false,
         }
     }
 
@@ -815,7 +874,6 @@ impl<'u> State<'u> {
     }
 
     fn space(&mut self, pid: i32) -> Arc<AddressSpace> {
-        let next_space = &mut self.next_space;
         let mappings = &self.profile.mappings;
         let process = self.processes.entry(pid).or_default();
         if let Some(space) = &process.space {
@@ -835,10 +893,9 @@ impl<'u> State<'u> {
             list.push(m);
         }
         let space = Arc::new(AddressSpace {
-            id: *next_space,
+            id: NEXT_SPACE.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             mappings: list,
         });
-        *next_space += 1;
         process.space = Some(space.clone());
         space
     }
@@ -894,6 +951,15 @@ impl<'u> State<'u> {
         if let Some(cpu) = s.cpu {
             labels.push(num("cpu", i64::from(cpu), ""));
         }
+        if !self.may_merge {
+            let unique = s
+                .timestamp
+                .is_some_and(|time| self.seen.insert((tid, time)));
+            if !unique {
+                self.may_merge = true;
+                self.seen = FxHashSet::default();
+            }
+        }
         if let Some(time) = s.timestamp {
             labels.push(num(
                 "timestamp_ns",
@@ -936,19 +1002,18 @@ impl<'u> State<'u> {
             (&s.user_regs, &s.user_stack, self.unwinder, self.x86_64)
         {
             // perf's x86_64 register numbers: BP 6, SP 7, IP 8.
-            if let (Some(bp), Some(sp), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
+            if let (Some(_), Some(_), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
                 let size = (*dyn_size as usize).min(stack.len());
-                let bytes = match stack.get(0..size) {
-                    Some(b) => b.as_slice().into_owned(),
-                    None => Vec::new(),
-                };
+                let start = self.stacks.len();
+                if let Some(bytes) = stack.get(0..size) {
+                    self.stacks.extend_from_slice(&bytes.as_slice());
+                }
                 let space = self.space(pid);
                 self.jobs.push(UnwindJob {
                     space,
                     pc,
-                    sp,
-                    bp,
-                    stack: bytes,
+                    regs: PERF_OF_DWARF.map(|perf| regs.get(perf)),
+                    stack: start..self.stacks.len(),
                     frames: Vec::new(),
                 });
                 self.pending.push(Pending {
@@ -997,12 +1062,13 @@ impl<'u> State<'u> {
             return;
         }
         if let Some(unwinder) = self.unwinder {
-            unwinder.unwind(&mut self.jobs);
+            unwinder.unwind(&mut self.jobs, &self.stacks);
         }
-        let jobs = std::mem::take(&mut self.jobs);
+        self.stacks.clear();
+        let mut jobs = std::mem::take(&mut self.jobs);
         for p in std::mem::take(&mut self.pending) {
-            let job = &jobs[p.job];
-            let mut frames: Vec<u64> = job.frames.clone();
+            let job = &mut jobs[p.job];
+            let mut frames: Vec<u64> = std::mem::take(&mut job.frames);
             if frames.is_empty() {
                 frames.push(job.pc);
             }
@@ -1019,7 +1085,12 @@ impl<'u> State<'u> {
         // Mappings of processes and of the kernel that no sample touched
         // are kept: reports list only what samples use.
         self.profile.sort_mappings();
-        self.profile.merge_samples();
+        // Samples with the same tid and time are the only ones that can
+        // have the same labels (each carries both): without any, merging
+        // would hash every sample for nothing.
+        if self.may_merge {
+            self.profile.merge_samples();
+        }
         self.profile
     }
 }
@@ -1072,6 +1143,25 @@ pub fn is_clock_event(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A header whose attribute entry size is 0 is refused with its offset
+    /// (the parser divided by it: found by the perf_data fuzz target).
+    #[test]
+    fn zero_attribute_entry_size_is_refused() {
+        let mut header = b"PERFILE2".to_vec();
+        for word in [104u64, 0, 104, 0, 104, 0, 104, 0, 0, 0, 0, 0] {
+            header.extend(word.to_le_bytes());
+        }
+        let e = read(&header, None).unwrap_err().to_string();
+        assert!(
+            e.contains("offset 16") && e.contains("attribute entry size 0"),
+            "{e}"
+        );
+        // With perf's size (136-byte attributes + 16) that check passes.
+        header[16..24].copy_from_slice(&152u64.to_le_bytes());
+        let other = read(&header, None).err().map(|e| e.to_string());
+        assert!(!other.is_some_and(|e| e.contains("attribute entry size")));
+    }
 
     /// An event description whose counts say more than its bytes hold is
     /// refused before the parser reserves room for them (a corrupt

@@ -31,6 +31,7 @@
 #![deny(missing_docs)]
 
 mod binary;
+mod cfi;
 mod crc32;
 mod debugfile;
 pub mod debuginfod;
@@ -44,6 +45,7 @@ use std::fmt;
 use std::path::PathBuf;
 
 pub use binary::{Binary, Frame, Kind, Segment, Symbol};
+pub use special::prefetch_kernel_symbols;
 pub use symbolizer::{symbolize, Symbolizer};
 
 /// What to symbolize with and how.

@@ -27,6 +27,18 @@ pub(crate) fn is_special(path: &str) -> bool {
     path == KERNEL_MAPPING || is_perf_map(path)
 }
 
+/// Starts reading the running kernel's symbols on a thread of its own, so
+/// that they are ready when a profile with kernel frames (perf.data) is
+/// symbolized after its reading: `/proc/kallsyms` takes the kernel a
+/// while to write.
+pub fn prefetch_kernel_symbols() {
+    let _ = std::thread::Builder::new()
+        .name("kallsyms".to_string())
+        .spawn(|| {
+            let _ = kallsyms();
+        });
+}
+
 /// The running kernel's symbols, read once; None when `/proc/kallsyms`
 /// cannot be read or hides its addresses (kptr_restrict).
 fn kallsyms() -> Option<Arc<Symbols>> {

@@ -10,6 +10,13 @@
 //! (a process's mappings at one time) gets one framehop unwinder, kept for
 //! the next batches; the samples of a batch are unwound on every core, one
 //! framehop cache per thread.
+//!
+//! framehop follows the stack, instruction and frame pointers only. A
+//! stack that passes through a frame whose CFI needs more (ld.so's
+//! lazy-binding trampoline defines its CFA on rbx; see [`crate::cfi`]) is
+//! unwound again from its leaf with every saved register, each frame's
+//! CFI evaluated by gimli (framehop's step where a frame has none), as
+//! perf's own unwinder (libdw / libunwind) does.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -22,6 +29,11 @@ use object::{Object, ObjectSection, ObjectSegment};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::cfi::{self, Cfi, Registers, Step};
+
+/// The most address spaces kept at once.
+const MAX_SPACES: usize = 1024;
+
 /// The most frames taken from one stack.
 const MAX_FRAMES: usize = 1024;
 
@@ -30,9 +42,42 @@ struct UnwindFile {
     /// (vaddr, file offset, file size) of each `PT_LOAD` segment.
     segments: Vec<(u64, u64, u64)>,
     sections: ExplicitModuleSectionInfo<Arc<[u8]>>,
+    /// The same CFI for gimli, with the ranges framehop cannot follow.
+    cfi: Cfi,
 }
 
 type SpaceUnwinder = UnwinderX86_64<Arc<[u8]>>;
+
+/// One address space's unwinding: framehop's unwinder, and for the
+/// frames beyond it, each module's CFI.
+struct Space {
+    unwinder: SpaceUnwinder,
+    /// (start, end, load bias, file) of each module, by start.
+    modules: Vec<(u64, u64, u64, Arc<UnwindFile>)>,
+    /// Runtime ranges of the frames framehop cannot follow, by start.
+    hard: Vec<(u64, u64)>,
+}
+
+impl Space {
+    /// Whether the frame at `address` (a lookup address: the instruction
+    /// pointer, or a return address minus one) needs every register.
+    fn is_hard(&self, address: u64) -> bool {
+        let i = self.hard.partition_point(|&(start, _)| start <= address);
+        i > 0 && address < self.hard[i - 1].1
+    }
+
+    fn module(&self, address: u64) -> Option<&(u64, u64, u64, Arc<UnwindFile>)> {
+        let i = self.modules.partition_point(|m| m.0 <= address);
+        let m = self.modules.get(i.checked_sub(1)?)?;
+        (address < m.1).then_some(m)
+    }
+}
+
+/// What each rayon worker keeps between samples.
+struct Scratch {
+    cache: CacheX86_64,
+    context: gimli::UnwindContext<usize>,
+}
 
 /// Unwind data by (path, build id); None for a file that cannot be used.
 type Files = FxHashMap<(String, String), Option<Arc<UnwindFile>>>;
@@ -41,7 +86,7 @@ type Files = FxHashMap<(String, String), Option<Arc<UnwindFile>>>;
 #[derive(Default)]
 pub struct DwarfUnwinder {
     files: Mutex<Files>,
-    spaces: Mutex<FxHashMap<u64, Arc<SpaceUnwinder>>>,
+    spaces: Mutex<FxHashMap<u64, Arc<Space>>>,
 }
 
 impl std::fmt::Debug for DwarfUnwinder {
@@ -70,7 +115,7 @@ impl DwarfUnwinder {
         file
     }
 
-    fn unwinder_for(&self, space: &AddressSpace) -> Arc<SpaceUnwinder> {
+    fn space_for(&self, space: &AddressSpace) -> Arc<Space> {
         if let Some(u) = self
             .spaces
             .lock()
@@ -80,6 +125,8 @@ impl DwarfUnwinder {
             return u;
         }
         let mut unwinder = SpaceUnwinder::new();
+        let mut modules = Vec::new();
+        let mut hard = Vec::new();
         for mapping in &space.mappings {
             let Some(file) = self.file(mapping) else {
                 continue;
@@ -100,49 +147,166 @@ impl DwarfUnwinder {
                 bias,
                 file.sections.clone(),
             ));
+            for &(start, end) in &file.cfi.hard {
+                let (start, end) = (start.wrapping_add(bias), end.wrapping_add(bias));
+                if start < mapping.limit && end > mapping.start && start < end {
+                    hard.push((start, end));
+                }
+            }
+            modules.push((mapping.start, mapping.limit, bias, file));
         }
-        let unwinder = Arc::new(unwinder);
+        modules.sort_by_key(|m| m.0);
+        hard.sort_unstable();
+        let space_unwinder = Arc::new(Space {
+            unwinder,
+            modules,
+            hard,
+        });
         if let Ok(mut spaces) = self.spaces.lock() {
-            spaces.insert(space.id, unwinder.clone());
+            // Kept for the next batches; an unwinder that has seen many
+            // (a long session, a fuzzing run) starts afresh.
+            if spaces.len() >= MAX_SPACES {
+                spaces.clear();
+            }
+            spaces.insert(space.id, space_unwinder.clone());
         }
-        unwinder
+        space_unwinder
     }
 }
 
 impl StackUnwinder for DwarfUnwinder {
-    fn unwind(&self, jobs: &mut [UnwindJob]) {
-        let mut unwinders: FxHashMap<u64, Arc<SpaceUnwinder>> = FxHashMap::default();
+    fn unwind(&self, jobs: &mut [UnwindJob], stacks: &[u8]) {
+        let mut spaces: FxHashMap<u64, Arc<Space>> = FxHashMap::default();
         for job in jobs.iter() {
-            unwinders
+            spaces
                 .entry(job.space.id)
-                .or_insert_with(|| self.unwinder_for(&job.space));
+                .or_insert_with(|| self.space_for(&job.space));
         }
-        jobs.par_iter_mut()
-            .for_each_init(CacheX86_64::new, |cache, job| {
-                if let Some(unwinder) = unwinders.get(&job.space.id) {
-                    unwind_one(unwinder, cache, job);
+        jobs.par_iter_mut().for_each_init(
+            || Scratch {
+                cache: CacheX86_64::new(),
+                context: gimli::UnwindContext::new(),
+            },
+            |scratch, job| {
+                if let Some(space) = spaces.get(&job.space.id) {
+                    let stack = stacks.get(job.stack.clone()).unwrap_or_default();
+                    unwind_one(space, scratch, job, stack);
                 }
-            });
+            },
+        );
     }
 }
 
-fn unwind_one(unwinder: &SpaceUnwinder, cache: &mut CacheX86_64, job: &mut UnwindJob) {
-    let sp = job.sp;
-    let stack = &job.stack;
-    let mut read_stack = |address: u64| -> Result<u64, ()> {
-        let at = usize::try_from(address.checked_sub(sp).ok_or(())?).map_err(|_| ())?;
-        let bytes = stack.get(at..at.checked_add(8).ok_or(())?).ok_or(())?;
-        Ok(u64::from_le_bytes(bytes.try_into().map_err(|_| ())?))
+/// 8 bytes of the saved stack (`stack`, from `sp` up) at `address`.
+fn read_stack(stack: &[u8], sp: u64, address: u64) -> Option<u64> {
+    let at = usize::try_from(address.checked_sub(sp)?).ok()?;
+    let bytes = stack.get(at..at.checked_add(8)?)?;
+    Some(u64::from_le_bytes(bytes.try_into().ok()?))
+}
+
+/// framehop's unwinding; again with every register (see the module doc)
+/// when it meets a frame beyond it.
+fn unwind_one(space: &Space, scratch: &mut Scratch, job: &mut UnwindJob, stack: &[u8]) {
+    let (Some(sp), Some(bp)) = (job.regs[cfi::RSP], job.regs[cfi::RBP]) else {
+        return;
     };
-    let regs = UnwindRegsX86_64::new(job.pc, job.sp, job.bp);
-    let mut frames = unwinder.iter_frames(job.pc, regs, cache, &mut read_stack);
-    while job.frames.len() < MAX_FRAMES {
-        match frames.next() {
-            Ok(Some(FrameAddress::InstructionPointer(a))) => job.frames.push(a),
-            Ok(Some(FrameAddress::ReturnAddress(a))) => job.frames.push(a.get()),
-            Ok(None) | Err(_) => break,
+    let mut hard = false;
+    {
+        let mut read = |address: u64| read_stack(stack, sp, address).ok_or(());
+        let regs = UnwindRegsX86_64::new(job.pc, sp, bp);
+        let mut frames = space
+            .unwinder
+            .iter_frames(job.pc, regs, &mut scratch.cache, &mut read);
+        let mut found = Vec::new();
+        while found.len() < MAX_FRAMES {
+            let lookup = match frames.next() {
+                Ok(Some(FrameAddress::InstructionPointer(a))) => {
+                    found.push(a);
+                    a
+                }
+                Ok(Some(FrameAddress::ReturnAddress(a))) => {
+                    found.push(a.get());
+                    a.get() - 1
+                }
+                Ok(None) | Err(_) => break,
+            };
+            if space.is_hard(lookup) {
+                hard = true;
+                break;
+            }
+        }
+        if !hard {
+            job.frames = found;
+            return;
         }
     }
+    job.frames = unwind_with_registers(space, scratch, job, stack);
+}
+
+/// Unwinds `job` from its leaf with every register: gimli's evaluation of
+/// each frame's CFI, framehop's step where a frame has no CFI.
+fn unwind_with_registers(
+    space: &Space,
+    scratch: &mut Scratch,
+    job: &UnwindJob,
+    stack: &[u8],
+) -> Vec<u64> {
+    let mut regs: Registers = [None; 17];
+    regs[..16].copy_from_slice(&job.regs);
+    regs[cfi::RA] = Some(job.pc);
+    let mut frames = vec![job.pc];
+    // The stack bytes start at the sample's stack pointer.
+    let base = job.regs[cfi::RSP].unwrap_or_default();
+    let mut read = |address: u64| read_stack(stack, base, address);
+    while frames.len() < MAX_FRAMES {
+        let first = frames.len() == 1;
+        let Some(pc) = regs[cfi::RA] else { break };
+        let lookup = if first { pc } else { pc - 1 };
+        let step = match space.module(lookup) {
+            Some((_, _, bias, file)) => file.cfi.step(
+                &mut scratch.context,
+                lookup.wrapping_sub(*bias),
+                &mut regs,
+                first,
+                &mut read,
+            ),
+            None => Step::Unknown,
+        };
+        match step {
+            Step::Caller => {}
+            Step::End | Step::Failed => break,
+            Step::Unknown => {
+                // framehop's step: its rules for code without CFI.
+                let (Some(sp), Some(bp)) = (regs[cfi::RSP], regs[cfi::RBP]) else {
+                    break;
+                };
+                let address = if first {
+                    FrameAddress::from_instruction_pointer(pc)
+                } else {
+                    match FrameAddress::from_return_address(pc) {
+                        Some(a) => a,
+                        None => break,
+                    }
+                };
+                let mut fh = UnwindRegsX86_64::new(pc, sp, bp);
+                let mut read = |address: u64| read_stack(stack, base, address).ok_or(());
+                match space
+                    .unwinder
+                    .unwind_frame(address, &mut fh, &mut scratch.cache, &mut read)
+                {
+                    Ok(Some(ra)) if ra != 0 => {
+                        regs[cfi::RA] = Some(ra);
+                        regs[cfi::RSP] = Some(fh.sp());
+                        regs[cfi::RBP] = Some(fh.bp());
+                    }
+                    _ => break,
+                }
+            }
+        }
+        let Some(ra) = regs[cfi::RA] else { break };
+        frames.push(ra);
+    }
+    frames
 }
 
 /// The unwind sections of `mapping`'s ELF file (this process's vDSO for
@@ -209,5 +373,19 @@ fn unwind_file(bytes: &[u8], build_id: &str) -> Option<UnwindFile> {
     if let Some((_, data)) = section(".debug_frame") {
         sections.debug_frame = Some(data);
     }
-    Some(UnwindFile { segments, sections })
+    let address = |name: &str| elf.section_by_name(name).map_or(0, |s| s.address());
+    let cfi = Cfi::new(
+        sections.eh_frame.clone(),
+        sections.debug_frame.clone(),
+        cfi::SectionAddresses {
+            eh_frame: address(".eh_frame"),
+            text: address(".text"),
+            got: address(".got"),
+        },
+    );
+    Some(UnwindFile {
+        segments,
+        sections,
+        cfi,
+    })
 }
