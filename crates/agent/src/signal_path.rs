@@ -592,6 +592,9 @@ pub(crate) extern "C" fn on_profiling_signal(
         if crate::sigmask::forward_foreign(_sig, info, ucontext, wall_mode) {
             // Sent by someone else: the program's (see sigmask::sigaction).
         } else if sampler.running.load(Ordering::Acquire) {
+            // A perf clock's random first period is over: the next ones
+            // are whole.
+            crate::timers::end_first_period(info);
             sampler.stats.interrupts.fetch_add(1, Ordering::Relaxed);
             // Who we are, once per signal: the weight and the unwinder
             // both need it.
@@ -823,13 +826,14 @@ fn cpu_time_weight(sampler: &Sampler, me: &Me, period: u64) -> Option<u64> {
 
 /// Whole periods of CPU time between `mark` (0: none yet) and `now`, and
 /// the new mark (the remainder carries over). The first signal since
-/// arming stands for one period.
+/// arming stands for one period, however little CPU time the thread has
+/// had: its clock's first period is random, uniform in (0, period]
+/// ([`crate::timers::first_period_ns`]), so a thread that lives c < period
+/// gets that one sample with probability c / period.
 pub(crate) fn cpu_periods(mark: u64, now: u64, period: u64) -> (u64, u64) {
-    let mark = if mark == 0 || mark > now {
-        now.saturating_sub(period)
-    } else {
-        mark
-    };
+    if mark == 0 || mark > now {
+        return (now.max(1), 1);
+    }
     let periods = (now - mark) / period.max(1);
     (mark + periods * period, periods)
 }
@@ -1186,6 +1190,12 @@ mod tests {
         // task-clock fires every 1 ms of wall time on the vCPU, the thread
         // ran 0.5 ms of it.
         assert_eq!(samples(|_| 500_000, 1000, 1_000_000), 500);
+    }
+
+    #[test]
+    fn the_first_signal_of_a_short_thread_is_one_period() {
+        // Its clock's random first period ended after 0.3 ms of CPU time.
+        assert_eq!(cpu_periods(0, 300_000, 1_000_000), (300_000, 1));
     }
 
     #[test]
