@@ -142,6 +142,7 @@ pub(crate) fn sampler() -> &'static Sampler {
                 stack_end: AtomicU64::new(0),
                 timer: AtomicU64::new(u64::MAX),
                 via_pthread_create: AtomicBool::new(false),
+                program_blocks: AtomicBool::new(false),
                 cpu_mark: AtomicU64::new(0),
                 pending: AtomicU64::new(0),
                 last_entry: AtomicU64::new(0),
@@ -312,6 +313,7 @@ impl Sampler {
                 slot.stack_end.store(0, Ordering::Relaxed);
                 slot.armed(u64::MAX);
                 slot.via_pthread_create.store(false, Ordering::Relaxed);
+                slot.program_blocks.store(false, Ordering::Relaxed);
                 slot.tid.store(tid, Ordering::Release);
                 return Some(slot);
             }

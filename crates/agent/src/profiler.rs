@@ -1233,6 +1233,27 @@ fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
     ));
 }
 
+/// The program creates a `signalfd` for the session's sampling signal
+/// (`src/sigmask.rs`): the session stops sampling on it, as when the
+/// program takes it with a handler, and says so once.
+pub(crate) fn program_reads_signal(signal: i32) {
+    let mut control = lock(&CONTROL);
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let Some(session) = control.session.as_mut() else {
+        return;
+    };
+    if session.owner.signal != signal || session.owner.taken.is_some() {
+        return;
+    }
+    session.owner.taken = Some((0, process_cpu_ns()));
+    disarm_all(sampler, session);
+    diag(&format!(
+        "the program reads signal {signal}, the profiler's sampling signal, through a signalfd: sampling stopped, the signal is the program's (choose another with CPUPROFILE_TIMER_SIGNAL)"
+    ));
+}
+
 /// The stop line's `(achieved N Hz)` clause: samples per CPU-second of
 /// the process (per wall second in realtime mode) when that is more than
 /// 20% off the rate asked, after at least 0.2 s — the `setitimer`

@@ -412,6 +412,11 @@ pub(crate) struct ThreadSlot {
     pub(crate) timer: AtomicU64,
     /// True when the thread was created through our `pthread_create`.
     pub(crate) via_pthread_create: AtomicBool,
+    /// True when the program blocked the session's sampling signal in this
+    /// thread (our `pthread_sigmask` keeps it deliverable, see
+    /// `src/sigmask.rs`): a signal sent to it by others is then kept for the
+    /// program's `sigwait` instead of being handled.
+    pub(crate) program_blocks: AtomicBool,
     /// The thread's CPU time (ns) that samples have accounted for so far;
     /// 0 until its first signal. Written only by the thread's own handler
     /// and by whoever arms its timer.

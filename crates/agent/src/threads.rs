@@ -37,6 +37,9 @@ fn real_pthread_create() -> Option<PthreadCreate> {
 struct StartArgs {
     start: StartRoutine,
     arg: *mut c_void,
+    /// The creator blocked the sampling signal (the new thread inherits
+    /// its mask, as the program sees it).
+    program_blocks: bool,
 }
 
 /// Interposes libc's `pthread_create`: once a sampler exists, the new
@@ -60,7 +63,12 @@ pub unsafe extern "C" fn pthread_create(
         return unsafe { real(thread, attr, start, arg) };
     }
     crate::profiler::program_creates_a_thread();
-    let args = Box::into_raw(Box::new(StartArgs { start, arg }));
+    let program_blocks = crate::sigmask::program_blocks_in_this_thread();
+    let args = Box::into_raw(Box::new(StartArgs {
+        start,
+        arg,
+        program_blocks,
+    }));
     // SAFETY: the trampoline takes ownership of `args` when it runs.
     let rc = unsafe { real(thread, attr, trampoline, args.cast()) };
     if rc != 0 {
@@ -72,14 +80,18 @@ pub unsafe extern "C" fn pthread_create(
 
 extern "C" fn trampoline(args: *mut c_void) -> *mut c_void {
     // SAFETY: created by pthread_create above, consumed exactly once.
-    let StartArgs { start, arg } = *unsafe { Box::from_raw(args as *mut StartArgs) };
-    on_thread_start();
+    let StartArgs {
+        start,
+        arg,
+        program_blocks,
+    } = *unsafe { Box::from_raw(args as *mut StartArgs) };
+    on_thread_start(program_blocks);
     start(arg)
 }
 
 /// Registers the calling thread with its stack bounds and arms it if a
 /// session runs; arranges for [`on_thread_exit`] at its end.
-fn on_thread_start() {
+fn on_thread_start(program_blocks: bool) {
     // A mask inherited from a creator that blocked everything.
     crate::sigmask::unblock_in_this_thread();
     let Some(sampler) = existing_sampler() else {
@@ -91,6 +103,7 @@ fn on_thread_start() {
     if let Some(slot) = sampler.register_thread(tid) {
         slot.stack_end.store(stack_end, Ordering::Relaxed);
         slot.via_pthread_create.store(true, Ordering::Relaxed);
+        slot.program_blocks.store(program_blocks, Ordering::Relaxed);
         if let Some(arming) = *threads {
             arm_slot(sampler, arming, tid);
         }
@@ -314,15 +327,18 @@ pub(crate) fn spawn_internal(main: StartRoutine) -> Result<(), ()> {
     // While the process may still be single-threaded: see the function.
     timers::grow_descriptor_table();
     // SAFETY: signal masks of the calling thread, restored below; a
-    // detached thread whose routine takes no argument.
+    // detached thread whose routine takes no argument. libc's own
+    // pthread_sigmask, not ours: our threads block the sampling signal
+    // too (they are never sampled), so that a signal sent to the process
+    // goes to one of the program's threads, as without the agent.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        crate::sigmask::real_pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut thread: libc::pthread_t = 0;
         let rc = real(&mut thread, std::ptr::null(), main, std::ptr::null_mut());
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        crate::sigmask::real_pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if rc != 0 {
             return Err(());
         }
