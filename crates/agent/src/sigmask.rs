@@ -37,7 +37,7 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use crate::interpose::{
     PTHREAD_SIGMASK, SIGACTION, SIGNAL, SIGNALFD, SIGPROCMASK, SIGTIMEDWAIT, SIGWAIT, SIGWAITINFO,
@@ -498,7 +498,7 @@ fn is_agents(info: &libc::siginfo_t) -> bool {
 
 /// The agent's sampling signal when `set` holds it (and the call is ours
 /// to answer), None otherwise.
-fn waits_for_ours(set: *const libc::sigset_t) -> Option<i32> {
+pub(crate) fn waits_for_ours(set: *const libc::sigset_t) -> Option<i32> {
     let signal = OWNED.load(Ordering::Acquire);
     // SAFETY: `set` is null or valid (the caller's contract).
     (signal != 0 && !set.is_null() && unsafe { libc::sigismember(set, signal) } == 1)
@@ -715,47 +715,6 @@ pub unsafe extern "C" fn sigtimedwait(
     }
 }
 
-/// `signalfd(2)`: on a set holding the session's sampling signal, the
-/// session stops sampling on it first and hands it to the program (see the
-/// module doc): what is parked is sent again for the kernel to hold, and
-/// the calling thread blocks it for real if the program blocked it.
-///
-/// # Safety
-/// As libc's.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn signalfd(fd: i32, mask: *const libc::sigset_t, flags: i32) -> i32 {
-    if let Some(signal) = waits_for_ours(mask) {
-        if PROTECTED.load(Ordering::Acquire) == signal {
-            crate::profiler::program_reads_signal(signal);
-            unprotect();
-        }
-        if program_blocks_in_this_thread() {
-            if let Some(block) = real(&PTHREAD_SIGMASK) {
-                // SAFETY: a local set; libc's pthread_sigmask.
-                unsafe {
-                    let mut only: libc::sigset_t = std::mem::zeroed();
-                    libc::sigemptyset(&mut only);
-                    libc::sigaddset(&mut only, signal);
-                    block(libc::SIG_BLOCK, &only, std::ptr::null_mut());
-                }
-            }
-        }
-        // SAFETY: an all-zero siginfo is valid.
-        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-        while take_parked(&mut info) {
-            send_again(signal, &info);
-        }
-    }
-    match next_as::<SignalfdFn>(&SIGNALFD) {
-        // SAFETY: forwarded under the caller's contract.
-        Some(real) => unsafe { real(fd, mask, flags) },
-        None => {
-            set_errno(libc::ENOSYS);
-            -1
-        }
-    }
-}
-
 /// `sigaction(2)`: on the agent's sampling signal, records the program's
 /// action and reports the program's previous one, leaving ours installed
 /// (a runtime such as Go's puts a handler on every signal after the agent
@@ -773,7 +732,7 @@ pub unsafe extern "C" fn sigaction(
     if signal == 0 || signal != OWNED.load(Ordering::Acquire) {
         // SAFETY: the caller's valid pointer, if any.
         let given = unsafe { act.as_ref() };
-        if let Some(previous) = crate::profiler::program_sets_termination_action(signal, given) {
+        if let Some(previous) = program_sets_termination_action(signal, given) {
             if !old.is_null() {
                 // SAFETY: the caller's valid pointer.
                 unsafe { *old = previous };
@@ -805,9 +764,7 @@ pub unsafe extern "C" fn signal(signum: i32, handler: libc::sighandler_t) -> lib
         if handler == libc::SIG_DFL {
             // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
             let default: libc::sigaction = unsafe { std::mem::zeroed() };
-            if let Some(previous) =
-                crate::profiler::program_sets_termination_action(signum, Some(&default))
-            {
+            if let Some(previous) = program_sets_termination_action(signum, Some(&default)) {
                 return previous.sa_sigaction;
             }
         }
@@ -825,4 +782,122 @@ pub unsafe extern "C" fn signal(signum: i32, handler: libc::sighandler_t) -> lib
     action.sa_flags = libc::SA_RESTART;
     record_program_action(&action);
     previous.sa_sigaction
+}
+
+/// The signal the session samples on and keeps deliverable (0: none).
+pub(crate) fn protected() -> i32 {
+    PROTECTED.load(Ordering::Acquire)
+}
+
+/// The program reads `signal` through a `signalfd` and the session no
+/// longer samples on it: it is the program's. The calling thread blocks it
+/// for real if the program blocked it, and what is parked is sent again
+/// for the kernel to hold (see the module doc).
+pub(crate) fn hand_to_program(signal: i32) {
+    if protected() == signal {
+        unprotect();
+    }
+    if program_blocks_in_this_thread() {
+        // SAFETY: a local set; libc's pthread_sigmask.
+        unsafe {
+            let mut only: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut only);
+            libc::sigaddset(&mut only, signal);
+            real_pthread_sigmask(libc::SIG_BLOCK, &only, std::ptr::null_mut());
+        }
+    }
+    // SAFETY: an all-zero siginfo is valid.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    while take_parked(&mut info) {
+        send_again(signal, &info);
+    }
+}
+
+/// libc's `signalfd`.
+///
+/// # Safety
+/// As libc's.
+pub(crate) unsafe fn real_signalfd(fd: i32, mask: *const libc::sigset_t, flags: i32) -> i32 {
+    match next_as::<SignalfdFn>(&SIGNALFD) {
+        // SAFETY: forwarded under the caller's contract.
+        Some(real) => unsafe { real(fd, mask, flags) },
+        None => {
+            set_errno(libc::ENOSYS);
+            -1
+        }
+    }
+}
+
+/// The signals that end a process, on which the lifecycle writes the
+/// profile first (its termination handler).
+pub(crate) const TERMINATION_SIGNALS: [i32; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
+
+/// The lifecycle's termination handler (0: not installed).
+static TERMINATION_HANDLER: AtomicUsize = AtomicUsize::new(0);
+
+/// Records the address of the lifecycle's termination handler, installed
+/// on [`TERMINATION_SIGNALS`].
+pub(crate) fn termination_handler_is(handler: usize) {
+    TERMINATION_HANDLER.store(handler, Ordering::Release);
+}
+
+/// True when the program put the default action back on termination
+/// signal `signal` while our handler is on it (see
+/// [`program_sets_termination_action`]).
+pub(crate) fn program_set_default(signal: i32) -> bool {
+    TERMINATION_SIGNALS
+        .iter()
+        .position(|&s| s == signal)
+        .is_some_and(|i| PROGRAM_DEFAULT[i].load(Ordering::Acquire))
+}
+
+/// Set when the program put `SIG_DFL` back on a termination signal while
+/// our handler was on it, indexed like [`TERMINATION_SIGNALS`]: ours
+/// stays, writes the profile, then acts as the default would (see
+/// [`program_sets_termination_action`]).
+static PROGRAM_DEFAULT: [AtomicBool; 3] = [
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+    AtomicBool::new(false),
+];
+
+/// Our `sigaction`/`signal` on SIGTERM, SIGINT, SIGHUP, before libc's.
+/// A program that sets the default action on one (Chromium's child
+/// processes reset their signals so) would otherwise be ended by it
+/// without a profile; since ours writes the profile and then acts as the
+/// default, it stays, and the program reads back `SIG_DFL`. Returns the
+/// action to report as the previous one when handled here; None: libc's
+/// `sigaction` does the call (any handler or `SIG_IGN` the program sets
+/// replaces ours, as before).
+pub(crate) fn program_sets_termination_action(
+    signal: i32,
+    act: Option<&libc::sigaction>,
+) -> Option<libc::sigaction> {
+    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal)?;
+    let ours = TERMINATION_HANDLER.load(Ordering::Acquire);
+    if ours == 0 || crate::crash::current_handler(signal) != ours {
+        return None;
+    }
+    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
+    let default: libc::sigaction = unsafe { std::mem::zeroed() };
+    let previous = if PROGRAM_DEFAULT[index].load(Ordering::Acquire) {
+        default
+    } else {
+        // What the program sees today: our handler, as installed.
+        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
+        // SAFETY: reads the disposition into a local.
+        unsafe { real_sigaction(signal, std::ptr::null(), &mut current) };
+        current
+    };
+    match act {
+        None => Some(previous),
+        Some(action) if action.sa_sigaction == libc::SIG_DFL => {
+            PROGRAM_DEFAULT[index].store(true, Ordering::Release);
+            Some(previous)
+        }
+        Some(_) => {
+            PROGRAM_DEFAULT[index].store(false, Ordering::Release);
+            None
+        }
+    }
 }

@@ -39,6 +39,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
+pub(crate) use crate::timers::clock_ns;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{MustNotAllocateDuringUnwind, Unwinder};
 
@@ -572,6 +573,25 @@ pub(crate) fn thread_hash(tid: i32) -> usize {
     (tid as u32).wrapping_mul(0x9E37_79B9) as usize
 }
 
+/// The control thread's tid (0 when there is none); it is never sampled.
+static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
+
+/// True while there is a control thread (or one is starting) to drain the
+/// tables. Async-signal-safe (one atomic load).
+pub(crate) fn has_control_thread() -> bool {
+    CONTROL_TID.load(Ordering::Acquire) != 0
+}
+
+/// The control thread's tid (0: none).
+pub(crate) fn control_tid() -> i32 {
+    CONTROL_TID.load(Ordering::Acquire)
+}
+
+/// Records the control thread's tid (0: it is gone; -1: starting).
+pub(crate) fn set_control_tid(tid: i32) {
+    CONTROL_TID.store(tid, Ordering::Release);
+}
+
 /// The kernel thread id of the caller (a raw system call: async-signal-safe
 /// and free of thread-local storage).
 pub(crate) fn gettid() -> i32 {
@@ -706,23 +726,6 @@ pub(crate) fn tag_tid(tag: u64) -> i32 {
 /// The state of a tag ([`STATE_UNKNOWN`], [`STATE_RUNNING`], [`STATE_WAITING`]).
 pub(crate) fn tag_state(tag: u64) -> u64 {
     (tag >> 32) & 3
-}
-
-/// The time of `clock` in ns (async-signal-safe); None if it cannot be read.
-pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
-    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
-        return None;
-    }
-    Some(
-        (now.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(now.tv_nsec as u64),
-    )
 }
 
 /// The time of a sample (the monotonic clock, ns) when the session keeps
@@ -881,7 +884,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
-        let drained = crate::profiler::has_control_thread();
+        let drained = has_control_thread();
         let mut times_full = false;
         let full = match table.map(|t| (t, t.record(captured, tag, weight))) {
             Some((table, Ok((index, hash)))) => {

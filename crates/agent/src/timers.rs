@@ -106,7 +106,7 @@ const POLL_IN: i32 = 1;
 /// monotonic clock through a xorshift (splitmix64 finalizer): no
 /// allocation, no lock, no state, async-signal-safe.
 pub(crate) fn first_period_ns(tid: i32, period_ns: u64) -> u64 {
-    let now = crate::signal_path::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+    let now = clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
     let mut x = now ^ (u64::from(tid as u32) << 32 | u64::from(tid as u32)) ^ 0x9E37_79B9_7F4A_7C15;
     x ^= x >> 30;
     x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -655,5 +655,22 @@ pub(crate) fn disarm_process_itimer() {
 
 /// The CPU time of thread `tid` in ns (0 if it cannot be read).
 pub(crate) fn thread_cpu_ns_of(tid: i32) -> u64 {
-    crate::signal_path::clock_ns(thread_cpu_clock(tid)).unwrap_or(0)
+    clock_ns(thread_cpu_clock(tid)).unwrap_or(0)
+}
+
+/// The time of `clock` in ns (async-signal-safe); None if it cannot be read.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+        return None;
+    }
+    Some(
+        (now.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(now.tv_nsec as u64),
+    )
 }
