@@ -115,6 +115,8 @@ struct SignalOwner {
     /// Once taken: samples lost by then, and the CPU time at that moment
     /// (the session samples no more after it).
     taken: Option<(u64, u64)>,
+    /// Taken through a `signalfd` (see [`signalfd`]), not a handler.
+    taken_by_signalfd: bool,
 }
 
 /// The control side's state.
@@ -363,6 +365,7 @@ fn start_locked(
         checked_cpu_ns: process_cpu_ns(),
         checked_samples: 0,
         taken: None,
+        taken_by_signalfd: false,
     };
     control.session = Some(Session {
         owner,
@@ -1134,6 +1137,7 @@ fn program_reads_signal(signal: i32) {
         return;
     }
     session.owner.taken = Some((0, process_cpu_ns()));
+    session.owner.taken_by_signalfd = true;
     disarm_all(sampler, session);
     diag(&format!(
         "the program reads signal {signal}, the profiler's sampling signal, through a signalfd: sampling stopped, the signal is the program's (choose another with CPUPROFILE_TIMER_SIGNAL)"
@@ -1189,11 +1193,19 @@ fn host_losses(session: &Session) -> String {
     if let Some((lost, cpu_ns)) = session.owner.taken {
         let after = process_cpu_ns().saturating_sub(cpu_ns) * u64::from(session.settings.frequency)
             / 1_000_000_000;
-        text += &format!(
-            ", {} samples lost to the program's handler on signal {}",
-            lost + after,
-            session.owner.signal
-        );
+        text += &if session.owner.taken_by_signalfd {
+            format!(
+                ", {} samples lost to the program's signalfd on signal {}",
+                lost + after,
+                session.owner.signal
+            )
+        } else {
+            format!(
+                ", {} samples lost to the program's handler on signal {}",
+                lost + after,
+                session.owner.signal
+            )
+        };
     }
     let blocking = threads::blocking_fallbacks();
     if blocking > 0 {

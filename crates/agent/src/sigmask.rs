@@ -337,27 +337,35 @@ fn keep_for_program(signal: i32, info: *mut libc::siginfo_t, ucontext: *mut c_vo
 }
 
 /// Sends `info` again to this process (to this thread when it was sent to
-/// one with `tgkill`), unchanged: a process may queue any `siginfo` to
-/// itself.
+/// one with `tgkill`), unchanged where the kernel allows it: a thread may
+/// queue any `siginfo` to itself, and one with a negative `si_code`
+/// (`SI_QUEUE`, …) to its process; a `kill`'s (`SI_USER`) only the main
+/// thread may queue to the process as it was (the kernel compares the
+/// caller's thread id with the pid), so another thread sends it with
+/// `kill`, which gives it this process's pid and uid as the sender: the
+/// same when the program sent it to itself.
 fn send_again(signal: i32, info: &libc::siginfo_t) {
     // SAFETY: raw system calls reading the given siginfo.
     unsafe {
         let pid = libc::getpid();
+        let tid = gettid();
         if info.si_code == libc::SI_TKILL {
             libc::syscall(
                 libc::SYS_rt_tgsigqueueinfo,
                 pid,
-                gettid(),
+                tid,
                 signal,
                 info as *const libc::siginfo_t,
             );
-        } else {
+        } else if info.si_code < 0 || tid == pid {
             libc::syscall(
                 libc::SYS_rt_sigqueueinfo,
                 pid,
                 signal,
                 info as *const libc::siginfo_t,
             );
+        } else {
+            libc::kill(pid, signal);
         }
     }
 }

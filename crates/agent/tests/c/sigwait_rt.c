@@ -105,14 +105,14 @@ int main(int argc, char **argv) {
     pthread_t workers[2];
     for (int i = 0; i < 2; i++) pthread_create(&workers[i], NULL, work, NULL);
     pthread_create(&waiter, NULL, wait_for_signals, NULL);
-    sem_wait(&ready);
+    while (sem_wait(&ready) != 0) {}
     pthread_kill(waiter, sig); /* to the thread, before it waits */
-    sem_wait(&got);
+    while (sem_wait(&got) != 0) {} /* EINTR: a profiler's signal */
     kill(getpid(), sig); /* to the process: any thread may take it */
-    sem_wait(&got);
+    while (sem_wait(&got) != 0) {} /* EINTR: a profiler's signal */
     union sigval value = {.sival_int = 42};
     sigqueue(getpid(), sig, value);
-    sem_wait(&got);
+    while (sem_wait(&got) != 0) {} /* EINTR: a profiler's signal */
     stop = 1;
     for (int i = 0; i < 2; i++) pthread_join(workers[i], NULL);
     pthread_join(waiter, NULL);
