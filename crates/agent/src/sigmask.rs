@@ -534,6 +534,12 @@ unsafe fn wait_for_ours(
     out: *mut libc::siginfo_t,
     timeout: *const libc::timespec,
 ) -> i32 {
+    // SAFETY: `timeout` is null or valid (the caller's contract).
+    let timeout = unsafe { timeout.as_ref() };
+    if timeout.is_some_and(|t| t.tv_sec < 0 || !(0..1_000_000_000).contains(&t.tv_nsec)) {
+        set_errno(libc::EINVAL);
+        return -1;
+    }
     let tid = gettid();
     let registered = WAITERS.iter().find(|waiter| {
         waiter
@@ -552,10 +558,13 @@ unsafe fn wait_for_ours(
             mask(libc::SIG_BLOCK, &only, &mut before);
         }
     }
-    let ns = |t: &libc::timespec| t.tv_sec as u64 * 1_000_000_000 + t.tv_nsec as u64;
+    let ns = |t: &libc::timespec| {
+        (t.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(t.tv_nsec as u64)
+    };
     let now = || crate::signal_path::clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
-    // SAFETY: `timeout` is null or valid (the caller's contract).
-    let deadline = unsafe { timeout.as_ref() }.map(|t| now() + ns(t));
+    let deadline = timeout.map(|t| now().saturating_add(ns(t)));
     // Without a waiter slot no wake-up comes: look at the parked ones
     // every 10 ms.
     let step = if registered.is_some() {
@@ -569,15 +578,9 @@ unsafe fn wait_for_ours(
         if take_parked(&mut info) {
             break signal;
         }
+        // A zero timeout still asks the kernel once (a poll).
         let left = match deadline {
-            Some(deadline) => {
-                let t = now();
-                if t >= deadline {
-                    set_errno(libc::EAGAIN);
-                    break -1;
-                }
-                (deadline - t).min(step)
-            }
+            Some(deadline) => deadline.saturating_sub(now()).min(step),
             None => step,
         };
         let limit = libc::timespec {
@@ -601,7 +604,8 @@ unsafe fn wait_for_ours(
             )
         } as i32;
         if got < 0 {
-            if errno() == libc::EAGAIN && left == step {
+            // Timed out: the caller's deadline, or only our 10 ms step.
+            if errno() == libc::EAGAIN && deadline.is_none_or(|deadline| now() < deadline) {
                 continue;
             }
             break -1;
