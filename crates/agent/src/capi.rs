@@ -5,7 +5,8 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use crate::config::Settings;
-use crate::profiler::{self, diag};
+use crate::diag::diag;
+use crate::lifecycle;
 use crate::signal_path::{self, MAX_DEPTH};
 
 /// `struct ProfilerOptions`: an optional per-sample filter, called in the
@@ -53,9 +54,9 @@ fn start_from_c(fname: *const c_char, options: *const ProfilerOptions) -> c_int 
             .map(|f| (f as usize, options.filter_in_thread_arg as usize))
     };
     let settings = Settings::from_env(&mut |w| diag(&w));
-    match profiler::start(&path, settings, filter) {
+    match lifecycle::start(&path, settings, filter) {
         Ok(()) => 1,
-        Err(profiler::StartError::AlreadyRunning) => 0,
+        Err(lifecycle::StartError::AlreadyRunning) => 0,
         Err(e) => {
             diag(&e.to_string());
             0
@@ -82,13 +83,13 @@ pub extern "C" fn ProfilerStartWithOptions(
 /// Stops profiling and writes the profile.
 #[unsafe(no_mangle)]
 pub extern "C" fn ProfilerStop() {
-    let _ = profiler::stop();
+    let _ = lifecycle::stop();
 }
 
 /// Writes the profile with everything sampled so far; profiling goes on.
 #[unsafe(no_mangle)]
 pub extern "C" fn ProfilerFlush() {
-    let _ = profiler::flush();
+    let _ = lifecycle::flush();
 }
 
 /// Deprecated in gperftools, where it does nothing; the same here.
@@ -102,7 +103,7 @@ pub extern "C" fn ProfilerDisable() {}
 /// Non-zero while profiling (every thread is always covered).
 #[unsafe(no_mangle)]
 pub extern "C" fn ProfilingIsEnabledForAllThreads() -> c_int {
-    c_int::from(profiler::is_running())
+    c_int::from(lifecycle::is_running())
 }
 
 /// Registers the calling thread. Every thread is covered without it; this
@@ -122,7 +123,7 @@ pub unsafe extern "C" fn ProfilerGetCurrentState(state: *mut ProfilerState) {
     if state.is_null() {
         return;
     }
-    let (enabled, start_time, path, samples) = profiler::current_state();
+    let (enabled, start_time, path, samples) = lifecycle::current_state();
     // SAFETY: the caller passes a writable ProfilerState.
     let state = unsafe { &mut *state };
     state.enabled = c_int::from(enabled);

@@ -142,6 +142,7 @@ pub(crate) fn sampler() -> &'static Sampler {
                 stack_end: AtomicU64::new(0),
                 timer: AtomicU64::new(u64::MAX),
                 via_pthread_create: AtomicBool::new(false),
+                program_blocks: AtomicBool::new(false),
                 cpu_mark: AtomicU64::new(0),
                 pending: AtomicU64::new(0),
                 last_entry: AtomicU64::new(0),
@@ -312,6 +313,7 @@ impl Sampler {
                 slot.stack_end.store(0, Ordering::Relaxed);
                 slot.armed(u64::MAX);
                 slot.via_pthread_create.store(false, Ordering::Relaxed);
+                slot.program_blocks.store(false, Ordering::Relaxed);
                 slot.tid.store(tid, Ordering::Release);
                 return Some(slot);
             }
@@ -411,5 +413,80 @@ mod tests {
         assert_eq!(stacks.len(), 100);
         let mut off = 0;
         assert!(!coarsen_times(&mut stacks, &mut off, 10), "off stays off");
+    }
+}
+
+/// How the samples of a session or window keep their times.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct TimeKeeping {
+    /// The resolution asked for (ns; 1: full, 0: no times).
+    pub(crate) asked_ns: u64,
+    /// The resolution in use: the one asked for, or coarser once the
+    /// samples outgrew [`TIMED_SAMPLES_MAX`].
+    pub(crate) resolution_ns: u64,
+    /// Samples whose time was lost (the handler found the table's time
+    /// records full): they count, with no time.
+    pub(crate) untimed: u64,
+}
+
+impl TimeKeeping {
+    pub(crate) fn new(asked_ns: u64) -> TimeKeeping {
+        TimeKeeping {
+            asked_ns,
+            resolution_ns: asked_ns,
+            untimed: 0,
+        }
+    }
+
+    /// Adds `count` samples of (`stack`, `labels`) to `stacks`, `times`
+    /// of them with their (epoch) time, the rest without.
+    pub(crate) fn add(
+        &mut self,
+        stacks: &mut Stacks,
+        stack: &std::sync::Arc<[u64]>,
+        labels: u64,
+        count: u64,
+        times: &[(u64, u64)],
+    ) {
+        let mut timed = 0u64;
+        if self.resolution_ns != 0 {
+            for &(time, weight) in times {
+                let weight = weight.min(count - timed);
+                if weight == 0 {
+                    break;
+                }
+                timed += weight;
+                let key = SampleKey {
+                    stack: stack.clone(),
+                    labels,
+                    time: round_time(time, self.resolution_ns),
+                };
+                *stacks.entry(key).or_insert(0) += weight;
+            }
+            self.untimed += count - timed;
+        }
+        if count > timed {
+            let key = SampleKey {
+                stack: stack.clone(),
+                labels,
+                time: 0,
+            };
+            *stacks.entry(key).or_insert(0) += count - timed;
+        }
+    }
+
+    /// Coarsens the times of `stacks` when there are too many samples.
+    pub(crate) fn bound(&mut self, stacks: &mut Stacks) {
+        coarsen_times(stacks, &mut self.resolution_ns, TIMED_SAMPLES_MAX);
+    }
+
+    /// Takes the resolution the handler merged samples at
+    /// ([`Sampler::time_bucket_ns`]) when coarser than ours, rounding
+    /// the samples kept so far to it.
+    pub(crate) fn follow(&mut self, stacks: &mut Stacks, bucket_ns: u64) {
+        if self.resolution_ns != 0 && bucket_ns > self.resolution_ns {
+            self.resolution_ns = bucket_ns;
+            round_times(stacks, bucket_ns);
+        }
     }
 }

@@ -36,7 +36,7 @@
 
 use std::cell::UnsafeCell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 /// The signals that end a process with a crash.
 pub(crate) const CRASH_SIGNALS: [i32; 5] = [
@@ -57,9 +57,16 @@ static PREVIOUS: PreviousActions = PreviousActions(UnsafeCell::new([None; 5]));
 /// Set while a crash write runs.
 static WRITING: AtomicBool = AtomicBool::new(false);
 
+/// What the crashing thread runs before the program's own action: the
+/// lifecycle's profile write, handed to [`install`] (0: nothing).
+static WRITE_PROFILE: AtomicUsize = AtomicUsize::new(0);
+
 /// Installs our handler on each crash signal whose action is the default
-/// or a handler (not one the program ignores). Called once per process.
-pub(crate) fn install() {
+/// or a handler (not one the program ignores), which runs `write_profile`
+/// (async-signal-safe) in the crashing thread first. Called once per
+/// process.
+pub(crate) fn install(write_profile: fn()) {
+    WRITE_PROFILE.store(write_profile as usize, Ordering::Release);
     for (index, &signal) in CRASH_SIGNALS.iter().enumerate() {
         // SAFETY: sigaction with valid pointers; PREVIOUS is written before
         // the handler that reads it is installed.
@@ -112,7 +119,11 @@ fn set_default(signal: i32) {
 /// death does not cut the file short.
 fn write_once() {
     if !WRITING.swap(true, Ordering::AcqRel) {
-        crate::profiler::write_after_crash();
+        let write = WRITE_PROFILE.load(Ordering::Acquire);
+        if write != 0 {
+            // SAFETY: stored from a `fn()` by install.
+            unsafe { std::mem::transmute::<usize, fn()>(write)() };
+        }
         WRITING.store(false, Ordering::Release);
         return;
     }

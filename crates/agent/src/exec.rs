@@ -25,17 +25,17 @@
 use std::ffi::{c_char, c_int};
 
 use crate::interpose::{NextDefinition, EXECV, EXECVE, EXECVEAT, EXECVP, EXECVPE, FEXECVE};
-use crate::profiler;
+use crate::lifecycle;
 
 /// Suspends the session before an exec, unless this process does not own
 /// it (a vfork child, or no session). Returns the session to resume if the
 /// exec fails.
 fn before_exec() -> Option<u64> {
     // SAFETY: getpid is always safe.
-    if unsafe { libc::getpid() } != profiler::session_pid() {
+    if unsafe { libc::getpid() } != lifecycle::session_pid() {
         return None;
     }
-    profiler::suspend_for_exec()
+    lifecycle::suspend_for_exec()
 }
 
 /// Calls libc's exec through `call`, with the session suspended around it;
@@ -54,7 +54,7 @@ fn exec_with(next: &NextDefinition, call: impl FnOnce(usize) -> c_int) -> c_int 
     if let Some(id) = suspended {
         // SAFETY: as above.
         let failure = unsafe { *errno };
-        profiler::resume_after_exec(id);
+        lifecycle::resume_after_exec(id);
         // SAFETY: as above.
         unsafe { *errno = failure };
     }

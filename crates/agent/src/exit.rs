@@ -3,7 +3,7 @@
 //! skip destructors on purpose (fast tools, daemons, the child of a fork
 //! whose exec failed) and may be called from a signal handler, so the
 //! work is handed to the control thread, exactly as for a termination
-//! signal ([`profiler::stop_before_exit`]); then libc's own runs, found at
+//! signal ([`lifecycle::stop_before_exit`]); then libc's own runs, found at
 //! load. A process leaving by a raw `exit_group` system call, or killed by
 //! SIGKILL, runs none of this: it keeps what `CPUPROFILE_FLUSH_SECONDS`
 //! last wrote.
@@ -12,12 +12,12 @@
 use std::ffi::c_int;
 
 use crate::interpose::{NextDefinition, EXIT, EXIT_UPPER};
-use crate::profiler;
+use crate::lifecycle;
 
 /// Writes the profile, then leaves through libc's `next` definition (or
 /// the system call, should there be none).
 fn leave(next: &NextDefinition, status: c_int) -> ! {
-    profiler::stop_before_exit();
+    lifecycle::stop_before_exit();
     let real = next.address();
     if real != 0 {
         // SAFETY: libc's _exit/_Exit, which have this type.

@@ -1,6 +1,7 @@
 //! libc's own definitions of the functions the agent interposes (`execve`
 //! and its family, `_exit`, `_Exit`, `pthread_create`, `pthread_sigmask`,
-//! `sigprocmask`, `sigaction`, `signal`): found with
+//! `sigprocmask`, `sigaction`, `signal`, `sigwait`, `sigwaitinfo`,
+//! `sigtimedwait`, `signalfd`): found with
 //! `dlsym(RTLD_NEXT)` by a load-time constructor, so that the paths that
 //! use them never call the loader. Those paths may run where the loader
 //! must not be entered: in a `vfork` child (which shares the parent's
@@ -55,6 +56,10 @@ pub(crate) static PTHREAD_SIGMASK: NextDefinition = NextDefinition::new(c"pthrea
 pub(crate) static SIGPROCMASK: NextDefinition = NextDefinition::new(c"sigprocmask");
 pub(crate) static SIGACTION: NextDefinition = NextDefinition::new(c"sigaction");
 pub(crate) static SIGNAL: NextDefinition = NextDefinition::new(c"signal");
+pub(crate) static SIGWAIT: NextDefinition = NextDefinition::new(c"sigwait");
+pub(crate) static SIGWAITINFO: NextDefinition = NextDefinition::new(c"sigwaitinfo");
+pub(crate) static SIGTIMEDWAIT: NextDefinition = NextDefinition::new(c"sigtimedwait");
+pub(crate) static SIGNALFD: NextDefinition = NextDefinition::new(c"signalfd");
 
 /// Resolves every definition at load (constructors may call `dlsym`).
 extern "C" fn resolve_at_load() {
@@ -72,6 +77,10 @@ extern "C" fn resolve_at_load() {
         &SIGPROCMASK,
         &SIGACTION,
         &SIGNAL,
+        &SIGWAIT,
+        &SIGWAITINFO,
+        &SIGTIMEDWAIT,
+        &SIGNALFD,
     ] {
         next.resolve();
     }

@@ -36,14 +36,16 @@ pub mod capi;
 mod collector;
 pub mod config;
 mod crash;
+mod diag;
 mod exec;
 mod exit;
 mod handler_stack;
 pub mod http;
 mod interpose;
+mod lifecycle;
+mod locks;
 mod modules;
 mod pprof_proto;
-mod profiler;
 pub mod server;
 mod sigmask;
 pub mod signal_path;
@@ -57,7 +59,7 @@ mod writer;
 use std::path::{Path, PathBuf};
 
 pub use config::{ProfileFormat, Settings};
-pub use profiler::{SessionSummary, StartError};
+pub use lifecycle::{SessionSummary, StartError};
 
 /// Why the Rust API failed.
 #[derive(Debug)]
@@ -104,7 +106,7 @@ impl ProfilerGuard {
     /// Starts profiling to `path` with the settings of the environment
     /// (`CPUPROFILE_FREQUENCY`, `CPUPROFILE_REALTIME`, …; see [`Settings`]).
     pub fn start(path: impl AsRef<Path>) -> Result<ProfilerGuard, Error> {
-        Self::start_with(path, Settings::from_env(&mut |w| profiler::diag(&w)))
+        Self::start_with(path, Settings::from_env(&mut |w| diag::diag(&w)))
     }
 
     /// Starts profiling to `path` with explicit settings.
@@ -113,13 +115,13 @@ impl ProfilerGuard {
         let text = path
             .to_str()
             .ok_or_else(|| Error::Path(path.to_path_buf()))?;
-        profiler::start(text, settings, None).map_err(Error::Start)?;
+        lifecycle::start(text, settings, None).map_err(Error::Start)?;
         Ok(ProfilerGuard { stopped: false })
     }
 
     /// Writes the profile with everything sampled so far; profiling goes on.
     pub fn flush(&self) -> Result<usize, Error> {
-        match profiler::flush() {
+        match lifecycle::flush() {
             Some(written) => written.map_err(Error::Write),
             None => Err(Error::NotRunning),
         }
@@ -128,7 +130,7 @@ impl ProfilerGuard {
     /// Stops profiling and writes the profile.
     pub fn stop(mut self) -> Result<SessionSummary, Error> {
         self.stopped = true;
-        match profiler::stop() {
+        match lifecycle::stop() {
             Some(result) => result.map_err(Error::Write),
             None => Err(Error::NotRunning),
         }
@@ -138,7 +140,7 @@ impl ProfilerGuard {
 impl Drop for ProfilerGuard {
     fn drop(&mut self) {
         if !self.stopped {
-            let _ = profiler::stop();
+            let _ = lifecycle::stop();
         }
     }
 }
@@ -158,7 +160,7 @@ pub struct State {
 
 /// The profiler's current status.
 pub fn state() -> State {
-    let (enabled, start_time, path, samples) = profiler::current_state();
+    let (enabled, start_time, path, samples) = lifecycle::current_state();
     State {
         enabled,
         start_time,

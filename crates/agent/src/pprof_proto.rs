@@ -16,8 +16,7 @@
 
 use std::collections::HashMap;
 
-use crate::collector::{Stacks, TABLE_TIMES, TIMED_SAMPLES_MAX};
-use crate::profiler::TimeKeeping;
+use crate::collector::{Stacks, TimeKeeping, TABLE_TIMES, TIMED_SAMPLES_MAX};
 use crate::signal_path::{tag_state, tag_tid, STATE_RUNNING, STATE_WAITING};
 use crate::symbols::Symbolizer;
 use crate::thread_names::name_index;

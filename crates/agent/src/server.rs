@@ -9,7 +9,7 @@
 //!   [`READ_DEADLINE`]) and answers it at once: symbols, command line,
 //!   index, errors; a profile request is handed to
 //! - the *window* thread, which opens a profile window
-//!   ([`profiler::window_begin`]), sleeps in `poll` on the connection
+//!   ([`Windows::begin`]), sleeps in `poll` on the connection
 //!   until the window ends or the client hangs up, closes it and answers
 //!   with the samples. A profile request arriving meanwhile gets `409`.
 //!
@@ -26,10 +26,11 @@ use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+use crate::collector::{Stacks, TimeKeeping};
 use crate::config::{Settings, MAX_FREQUENCY};
+use crate::diag::diag;
 use crate::http::{self, Request};
-use crate::profiler::{self, diag, lock, WindowError};
-use crate::signal_path::gettid;
+use crate::locks::lock;
 use crate::symbols::Symbolizer;
 use crate::{modules, pprof_proto, threads, writer};
 
@@ -45,16 +46,10 @@ const DEFAULT_SECONDS: u64 = 30;
 /// inherit `CPUPROFILE_HTTP` and would find the port taken) do not serve.
 const SERVING_MARKER: &str = "CPUPROFILE_HTTP_SERVING_PID";
 
-/// The endpoint's threads (0: not started).
-static SERVER_TIDS: [AtomicI32; 2] = [AtomicI32::new(0), AtomicI32::new(0)];
-
-/// True for the endpoint's threads, which are never armed.
-pub(crate) fn is_server_thread(tid: i32) -> bool {
-    tid > 0 && SERVER_TIDS.iter().any(|t| t.load(Ordering::Acquire) == tid)
-}
-
 struct Server {
     listener: TcpListener,
+    /// The lifecycle's window functions.
+    windows: Windows,
     /// Bound to a loopback address: `Host` fields must name loopback too.
     loopback: bool,
     /// The settings of a window (`CPUPROFILE_FREQUENCY`, …).
@@ -62,6 +57,44 @@ struct Server {
 }
 
 static SERVER: OnceLock<Server> = OnceLock::new();
+
+/// What a closed window gathered.
+pub(crate) struct WindowProfile {
+    /// Samples per stack (leaf first, return addresses as sampled) and
+    /// labels.
+    pub(crate) stacks: Stacks,
+    /// The thread names the labels refer to.
+    pub(crate) names: Vec<String>,
+    /// Wall-clock samples (the session runs in realtime mode).
+    pub(crate) wall: bool,
+    /// Nanoseconds between samples.
+    pub(crate) period_ns: u64,
+    /// When the window opened (ns since the epoch) and how long it lasted.
+    pub(crate) start_time_ns: u64,
+    pub(crate) duration_ns: u64,
+    /// How its samples kept their times.
+    pub(crate) times: TimeKeeping,
+}
+
+/// Why a profile window could not open.
+#[derive(Debug)]
+pub(crate) enum WindowError {
+    /// Another window is open.
+    Busy,
+    /// No session ran and none could be started for the window (why).
+    Start(String),
+}
+
+/// What the endpoint asks of the agent's lifecycle, which starts it: to
+/// open a profile window (alongside the program's session, or with an
+/// internal one) and to close it with what it gathered.
+#[derive(Clone, Copy)]
+pub(crate) struct Windows {
+    /// Opens a window at these settings; returns the rate in use.
+    pub(crate) begin: fn(Settings) -> Result<u32, WindowError>,
+    /// Closes the window.
+    pub(crate) end: fn() -> Option<WindowProfile>,
+}
 
 /// Whether a gperftools profile or gzipped profile.proto is asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -111,7 +144,7 @@ pub fn parse_address(spec: &str) -> Result<SocketAddr, String> {
 /// line on stderr, and the program runs on without the endpoint.
 /// `quiet_settings`: the sampling settings were already checked (and any
 /// problem reported) for `CPUPROFILE`.
-pub(crate) fn start_from_env(spec: &str, quiet_settings: bool) {
+pub(crate) fn start_from_env(spec: &str, quiet_settings: bool, windows: Windows) {
     // SAFETY: getpid is always safe.
     let pid = unsafe { libc::getpid() };
     if let Ok(serving) = std::env::var(SERVING_MARKER) {
@@ -169,6 +202,7 @@ pub(crate) fn start_from_env(spec: &str, quiet_settings: bool) {
     if SERVER
         .set(Server {
             listener,
+            windows,
             loopback,
             settings,
         })
@@ -201,7 +235,6 @@ extern "C" fn close_in_child() {
 }
 
 extern "C" fn accept_main(_: *mut c_void) -> *mut c_void {
-    SERVER_TIDS[0].store(gettid(), Ordering::Release);
     let Some(server) = SERVER.get() else {
         return std::ptr::null_mut();
     };
@@ -220,7 +253,6 @@ extern "C" fn accept_main(_: *mut c_void) -> *mut c_void {
 }
 
 extern "C" fn window_main(_: *mut c_void) -> *mut c_void {
-    SERVER_TIDS[1].store(gettid(), Ordering::Release);
     let Some(server) = SERVER.get() else {
         return std::ptr::null_mut();
     };
@@ -589,7 +621,7 @@ fn run_window(server: &Server, job: ProfileJob) {
         // program's own session, that session's settings rule).
         settings.format = crate::config::ProfileFormat::Pprof;
     }
-    match profiler::window_begin(settings) {
+    match (server.windows.begin)(settings) {
         Ok(_) => {}
         Err(WindowError::Busy) => {
             drop(taken);
@@ -604,7 +636,7 @@ fn run_window(server: &Server, job: ProfileJob) {
         }
     }
     let client_left = wait_or_hangup(&stream, Instant::now() + Duration::from_secs(seconds));
-    let window = profiler::window_end();
+    let window = (server.windows.end)();
     drop(taken);
     if client_left {
         return;

@@ -39,6 +39,7 @@ use std::sync::atomic::{
     AtomicBool, AtomicI32, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering,
 };
 
+pub(crate) use crate::timers::clock_ns;
 use framehop::x86_64::{CacheX86_64, UnwindRegsX86_64, UnwinderX86_64};
 use framehop::{MustNotAllocateDuringUnwind, Unwinder};
 
@@ -412,6 +413,11 @@ pub(crate) struct ThreadSlot {
     pub(crate) timer: AtomicU64,
     /// True when the thread was created through our `pthread_create`.
     pub(crate) via_pthread_create: AtomicBool,
+    /// True when the program blocked the session's sampling signal in this
+    /// thread (our `pthread_sigmask` keeps it deliverable, see
+    /// `src/sigmask.rs`): a signal sent to it by others is then kept for the
+    /// program's `sigwait` instead of being handled.
+    pub(crate) program_blocks: AtomicBool,
     /// The thread's CPU time (ns) that samples have accounted for so far;
     /// 0 until its first signal. Written only by the thread's own handler
     /// and by whoever arms its timer.
@@ -567,6 +573,25 @@ pub(crate) fn thread_hash(tid: i32) -> usize {
     (tid as u32).wrapping_mul(0x9E37_79B9) as usize
 }
 
+/// The control thread's tid (0 when there is none); it is never sampled.
+static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
+
+/// True while there is a control thread (or one is starting) to drain the
+/// tables. Async-signal-safe (one atomic load).
+pub(crate) fn has_control_thread() -> bool {
+    CONTROL_TID.load(Ordering::Acquire) != 0
+}
+
+/// The control thread's tid (0: none).
+pub(crate) fn control_tid() -> i32 {
+    CONTROL_TID.load(Ordering::Acquire)
+}
+
+/// Records the control thread's tid (0: it is gone; -1: starting).
+pub(crate) fn set_control_tid(tid: i32) {
+    CONTROL_TID.store(tid, Ordering::Release);
+}
+
 /// The kernel thread id of the caller (a raw system call: async-signal-safe
 /// and free of thread-local storage).
 pub(crate) fn gettid() -> i32 {
@@ -592,6 +617,9 @@ pub(crate) extern "C" fn on_profiling_signal(
         if crate::sigmask::forward_foreign(_sig, info, ucontext, wall_mode) {
             // Sent by someone else: the program's (see sigmask::sigaction).
         } else if sampler.running.load(Ordering::Acquire) {
+            // A perf clock's random first period is over: the next ones
+            // are whole.
+            crate::timers::end_first_period(info);
             sampler.stats.interrupts.fetch_add(1, Ordering::Relaxed);
             // Who we are, once per signal: the weight and the unwinder
             // both need it.
@@ -700,23 +728,6 @@ pub(crate) fn tag_state(tag: u64) -> u64 {
     (tag >> 32) & 3
 }
 
-/// The time of `clock` in ns (async-signal-safe); None if it cannot be read.
-pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
-    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
-        return None;
-    }
-    Some(
-        (now.tv_sec as u64)
-            .saturating_mul(1_000_000_000)
-            .saturating_add(now.tv_nsec as u64),
-    )
-}
-
 /// The time of a sample (the monotonic clock, ns) when the session keeps
 /// times, None otherwise (or if the clock cannot be read).
 /// Async-signal-safe: `clock_gettime` through the vDSO.
@@ -823,13 +834,14 @@ fn cpu_time_weight(sampler: &Sampler, me: &Me, period: u64) -> Option<u64> {
 
 /// Whole periods of CPU time between `mark` (0: none yet) and `now`, and
 /// the new mark (the remainder carries over). The first signal since
-/// arming stands for one period.
+/// arming stands for one period, however little CPU time the thread has
+/// had: its clock's first period is random, uniform in (0, period]
+/// ([`crate::timers::first_period_ns`]), so a thread that lives c < period
+/// gets that one sample with probability c / period.
 pub(crate) fn cpu_periods(mark: u64, now: u64, period: u64) -> (u64, u64) {
-    let mark = if mark == 0 || mark > now {
-        now.saturating_sub(period)
-    } else {
-        mark
-    };
+    if mark == 0 || mark > now {
+        return (now.max(1), 1);
+    }
     let periods = (now - mark) / period.max(1);
     (mark + periods * period, periods)
 }
@@ -872,7 +884,7 @@ fn take_sample(sampler: &Sampler, me: &Me, ucontext: *mut c_void, weight: u64, t
     if let Some(captured) = stack.get(..depth).filter(|s| !s.is_empty()) {
         let active = sampler.active_table.load(Ordering::Acquire) & 1;
         let table = sampler.tables.get(active);
-        let drained = crate::profiler::has_control_thread();
+        let drained = has_control_thread();
         let mut times_full = false;
         let full = match table.map(|t| (t, t.record(captured, tag, weight))) {
             Some((table, Ok((index, hash)))) => {
@@ -1186,6 +1198,12 @@ mod tests {
         // task-clock fires every 1 ms of wall time on the vCPU, the thread
         // ran 0.5 ms of it.
         assert_eq!(samples(|_| 500_000, 1000, 1_000_000), 500);
+    }
+
+    #[test]
+    fn the_first_signal_of_a_short_thread_is_one_period() {
+        // Its clock's random first period ended after 0.3 ms of CPU time.
+        assert_eq!(cpu_periods(0, 300_000, 1_000_000), (300_000, 1));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use rustc_hash::FxHashMap;
 
-use crate::profiler::lock;
+use crate::locks::lock;
 use crate::signal_path::tag_tid;
 
 /// The most exit records kept between two drains (a program creating

@@ -7,79 +7,48 @@
 //! second by the control thread).
 
 use std::ffi::{c_int, c_void};
-use std::sync::atomic::Ordering;
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Mutex, OnceLock};
 
 use crate::collector::existing_sampler;
 use crate::interpose::PTHREAD_CREATE;
-use crate::profiler::{control_tid, lock, Arming, THREADS};
-use crate::signal_path::{gettid, Sampler, ThreadSlot};
+use crate::locks::lock;
+use crate::signal_path::{control_tid, gettid, Sampler, ThreadSlot};
 use crate::timers::{self, Trigger};
 
-type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
-type PthreadCreate = unsafe extern "C" fn(
+pub(crate) type StartRoutine = extern "C" fn(*mut c_void) -> *mut c_void;
+pub(crate) type PthreadCreate = unsafe extern "C" fn(
     *mut libc::pthread_t,
     *const libc::pthread_attr_t,
     StartRoutine,
     *mut c_void,
 ) -> c_int;
 
-/// libc's `pthread_create` (the next definition after ours).
-fn real_pthread_create() -> Option<PthreadCreate> {
+/// libc's `pthread_create` (the next definition after ours, which
+/// `dlsym(RTLD_NEXT)` never returns).
+pub(crate) fn real_pthread_create() -> Option<PthreadCreate> {
     let address = PTHREAD_CREATE.address();
-    if address == 0 || address == pthread_create as *const () as usize {
+    if address == 0 {
         return None;
     }
     // SAFETY: dlsym found libc's pthread_create, which has this type.
     Some(unsafe { std::mem::transmute::<usize, PthreadCreate>(address) })
 }
 
-struct StartArgs {
-    start: StartRoutine,
-    arg: *mut c_void,
+/// How to arm a new thread while a session runs.
+#[derive(Clone, Copy)]
+pub(crate) struct Arming {
+    pub(crate) clock: Trigger,
+    pub(crate) period_ns: u64,
+    pub(crate) signal: i32,
 }
 
-/// Interposes libc's `pthread_create`: once a sampler exists, the new
-/// thread registers (and, during a session, arms) itself before running
-/// `start`.
-///
-/// # Safety
-/// Same contract as libc's `pthread_create`.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn pthread_create(
-    thread: *mut libc::pthread_t,
-    attr: *const libc::pthread_attr_t,
-    start: StartRoutine,
-    arg: *mut c_void,
-) -> c_int {
-    let Some(real) = real_pthread_create() else {
-        return libc::EAGAIN;
-    };
-    if existing_sampler().is_none() {
-        // SAFETY: forwarding the caller's arguments unchanged.
-        return unsafe { real(thread, attr, start, arg) };
-    }
-    crate::profiler::program_creates_a_thread();
-    let args = Box::into_raw(Box::new(StartArgs { start, arg }));
-    // SAFETY: the trampoline takes ownership of `args` when it runs.
-    let rc = unsafe { real(thread, attr, trampoline, args.cast()) };
-    if rc != 0 {
-        // SAFETY: the thread was not created; `args` is still ours.
-        drop(unsafe { Box::from_raw(args) });
-    }
-    rc
-}
-
-extern "C" fn trampoline(args: *mut c_void) -> *mut c_void {
-    // SAFETY: created by pthread_create above, consumed exactly once.
-    let StartArgs { start, arg } = *unsafe { Box::from_raw(args as *mut StartArgs) };
-    on_thread_start();
-    start(arg)
-}
+/// The thread registry lock, with the arming of the running session.
+pub(crate) static THREADS: Mutex<Option<Arming>> = Mutex::new(None);
 
 /// Registers the calling thread with its stack bounds and arms it if a
 /// session runs; arranges for [`on_thread_exit`] at its end.
-fn on_thread_start() {
+pub(crate) fn on_thread_start(program_blocks: bool) {
     // A mask inherited from a creator that blocked everything.
     crate::sigmask::unblock_in_this_thread();
     let Some(sampler) = existing_sampler() else {
@@ -91,6 +60,7 @@ fn on_thread_start() {
     if let Some(slot) = sampler.register_thread(tid) {
         slot.stack_end.store(stack_end, Ordering::Relaxed);
         slot.via_pthread_create.store(true, Ordering::Relaxed);
+        slot.program_blocks.store(program_blocks, Ordering::Relaxed);
         if let Some(arming) = *threads {
             arm_slot(sampler, arming, tid);
         }
@@ -189,12 +159,43 @@ pub(crate) fn arm_locked(sampler: &Sampler, arming: Arming, tid: i32) {
     }
 }
 
-/// True for the agent's own threads (the control thread, the HTTP
-/// endpoint's), which are never sampled.
+/// The agent's own threads (the control thread, the HTTP endpoint's, the
+/// wall-clock driver), which are never sampled: their tids, 0 in a free
+/// slot. Each records itself before its routine runs
+/// ([`internal_trampoline`]) and is forgotten when it returns.
+static INTERNAL_TIDS: [AtomicI32; 8] = [const { AtomicI32::new(0) }; 8];
+
+/// True for the agent's own threads.
 fn is_internal(tid: i32) -> bool {
     tid == control_tid()
-        || crate::server::is_server_thread(tid)
-        || crate::wall_driver::is_driver(tid)
+        || (tid > 0
+            && INTERNAL_TIDS
+                .iter()
+                .any(|t| t.load(Ordering::Acquire) == tid))
+}
+
+/// In a forked child: the parent's threads of ours do not exist here.
+pub(crate) fn forget_internal_after_fork() {
+    for tid in &INTERNAL_TIDS {
+        tid.store(0, Ordering::Release);
+    }
+}
+
+/// Runs an agent thread's routine (passed as the argument), recorded in
+/// [`INTERNAL_TIDS`] meanwhile.
+extern "C" fn internal_trampoline(main: *mut c_void) -> *mut c_void {
+    let me = gettid();
+    let slot = INTERNAL_TIDS.iter().find(|t| {
+        t.compare_exchange(0, me, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+    });
+    // SAFETY: spawn_internal passes a StartRoutine as the argument.
+    let main: StartRoutine = unsafe { std::mem::transmute::<*mut c_void, StartRoutine>(main) };
+    let result = main(std::ptr::null_mut());
+    if let Some(slot) = slot {
+        slot.store(0, Ordering::Release);
+    }
+    result
 }
 
 /// The thread ids of this process, from `/proc/self/task`.
@@ -314,15 +315,23 @@ pub(crate) fn spawn_internal(main: StartRoutine) -> Result<(), ()> {
     // While the process may still be single-threaded: see the function.
     timers::grow_descriptor_table();
     // SAFETY: signal masks of the calling thread, restored below; a
-    // detached thread whose routine takes no argument.
+    // detached thread whose routine takes no argument. libc's own
+    // pthread_sigmask, not ours: our threads block the sampling signal
+    // too (they are never sampled), so that a signal sent to the process
+    // goes to one of the program's threads, as without the agent.
     unsafe {
         let mut all: libc::sigset_t = std::mem::zeroed();
         let mut old: libc::sigset_t = std::mem::zeroed();
         libc::sigfillset(&mut all);
-        libc::pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
+        crate::sigmask::real_pthread_sigmask(libc::SIG_SETMASK, &all, &mut old);
         let mut thread: libc::pthread_t = 0;
-        let rc = real(&mut thread, std::ptr::null(), main, std::ptr::null_mut());
-        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+        let rc = real(
+            &mut thread,
+            std::ptr::null(),
+            internal_trampoline,
+            main as *const () as *mut c_void,
+        );
+        crate::sigmask::real_pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
         if rc != 0 {
             return Err(());
         }
@@ -410,6 +419,7 @@ const OWN_PATHS: &[&str] = &[
     "collector",
     "config",
     "crash",
+    "diag",
     "exec",
     "exit",
     "handler_stack",
@@ -417,7 +427,8 @@ const OWN_PATHS: &[&str] = &[
     "interpose",
     "modules",
     "pprof_proto",
-    "profiler",
+    "lifecycle",
+    "locks",
     "server",
     "sigmask",
     "signal_path",
@@ -472,7 +483,7 @@ fn find_own_functions() {
     }
     let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr on one of our own functions, outside any handler.
-    if unsafe { libc::dladdr(trampoline as *const c_void, &mut here) } == 0
+    if unsafe { libc::dladdr(find_own_code as *const c_void, &mut here) } == 0
         || here.dli_fname.is_null()
     {
         return;
@@ -516,7 +527,7 @@ pub(crate) fn find_own_code(as_library: bool) {
     }
     let mut here: libc::Dl_info = unsafe { std::mem::zeroed() };
     // SAFETY: dladdr on one of our own functions.
-    if unsafe { libc::dladdr(trampoline as *const c_void, &mut here) } == 0 {
+    if unsafe { libc::dladdr(find_own_code as *const c_void, &mut here) } == 0 {
         return;
     }
     let base = here.dli_fbase as u64;
@@ -581,7 +592,7 @@ mod own_symbol_tests {
             "_ZN7cpuprof7threads10trampoline17h6374ac2e4cdc03d6E",
             "_ZN7cpuprof13ProfilerGuard4stop17h0123456789abcdefE",
             "_ZN68_$LT$cpuprof..ProfilerGuard$u20$as$u20$core..ops..drop..Drop$GT$4drop17h0123456789abcdefE",
-            "_ZN4core3ptr52drop_in_place$LT$cpuprof..profiler..Session$GT$17h0123456789abcdefE",
+            "_ZN4core3ptr52drop_in_place$LT$cpuprof..lifecycle..Session$GT$17h0123456789abcdefE",
             "_RNvNtCs1234abcd_7cpuprof7threads10trampoline",
             "pthread_create",
             "ProfilerStart",

@@ -93,6 +93,92 @@ const PERF_HANDLE: u64 = 1 << 63;
 /// The handle of a thread the wall-clock driver samples (no timer).
 pub(crate) const WALL_DRIVEN: u64 = 1 << 62;
 
+/// `_IOW('$', 4, __u64)`: a new sampling period.
+const PERF_EVENT_IOC_PERIOD: libc::c_ulong = 0x4008_2404;
+/// `si_code` of a signal sent for a descriptor with `F_SETSIG` (`POLL_IN`).
+const POLL_IN: i32 = 1;
+
+/// The first period of a per-thread clock: random, uniform in
+/// (0, `period_ns`], as perf's own sampling starts, so that threads living
+/// shorter than a period are sampled in proportion to their CPU time
+/// instead of never (a clock that starts at zero fires only after a whole
+/// period of the thread's CPU time). Seeded from the thread id and the
+/// monotonic clock through a xorshift (splitmix64 finalizer): no
+/// allocation, no lock, no state, async-signal-safe.
+pub(crate) fn first_period_ns(tid: i32, period_ns: u64) -> u64 {
+    let now = clock_ns(libc::CLOCK_MONOTONIC).unwrap_or(0);
+    let mut x = now ^ (u64::from(tid as u32) << 32 | u64::from(tid as u32)) ^ 0x9E37_79B9_7F4A_7C15;
+    x ^= x >> 30;
+    x = x.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x ^= x >> 27;
+    x = x.wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^= x >> 31;
+    1 + x % period_ns.max(1)
+}
+
+/// perf descriptors whose event still runs its random first period
+/// (one bit per descriptor number, below 65,536: [`move_high`] keeps ours
+/// under `min(RLIMIT_NOFILE, 65536)`). Their first signal sets the whole
+/// period ([`end_first_period`]).
+static FIRST_PERIOD: [AtomicU64; 1024] = [const { AtomicU64::new(0) }; 1024];
+/// The whole period of the session's perf events, in ns.
+static PERF_PERIOD_NS: AtomicU64 = AtomicU64::new(0);
+
+fn first_period_bit(fd: i32) -> Option<(&'static AtomicU64, u64)> {
+    let fd = usize::try_from(fd).ok()?;
+    Some((FIRST_PERIOD.get(fd / 64)?, 1 << (fd % 64)))
+}
+
+fn clear_first_period(fd: i32) {
+    if let Some((word, bit)) = first_period_bit(fd) {
+        word.fetch_and(!bit, Ordering::AcqRel);
+    }
+}
+
+/// In the sampling handler: when this signal is the first of a perf event
+/// started on a random first period, gives the event its whole period
+/// from now on (one ioctl, async-signal-safe). Other signals: nothing.
+pub(crate) fn end_first_period(info: *const libc::siginfo_t) {
+    if info.is_null() {
+        return;
+    }
+    // SAFETY: the kernel's siginfo for this signal.
+    let info = unsafe { &*info };
+    if info.si_code != POLL_IN {
+        return;
+    }
+    // SAFETY: POLL_IN from F_SETSIG: the sigpoll fields (si_band, si_fd)
+    // are the valid ones; glibc's layout puts si_fd after si_band.
+    let fd = unsafe { si_fd(info) };
+    let Some((word, bit)) = first_period_bit(fd) else {
+        return;
+    };
+    if word.fetch_and(!bit, Ordering::AcqRel) & bit == 0 {
+        return;
+    }
+    let period = PERF_PERIOD_NS.load(Ordering::Relaxed);
+    if period != 0 {
+        // SAFETY: an ioctl reading one u64 from a local, on the descriptor
+        // of our own event (its bit was set while we held it).
+        unsafe { libc::ioctl(fd, PERF_EVENT_IOC_PERIOD, &period as *const u64) };
+    }
+}
+
+/// `si_fd` of a `SIGPOLL`-style siginfo.
+unsafe fn si_fd(info: &libc::siginfo_t) -> i32 {
+    #[repr(C)]
+    struct PollSiginfo {
+        si_signo: i32,
+        si_errno: i32,
+        si_code: i32,
+        _pad: i32,
+        si_band: i64,
+        si_fd: i32,
+    }
+    // SAFETY: siginfo_t is 128 bytes; the prefix matches the kernel layout.
+    unsafe { (*(info as *const libc::siginfo_t as *const PollSiginfo)).si_fd }
+}
+
 /// perf event descriptors held now.
 static PERF_FDS: AtomicUsize = AtomicUsize::new(0);
 /// perf event descriptors the program closed (or replaced) under us.
@@ -299,11 +385,13 @@ pub(crate) fn arm_perf(
 }
 
 fn open_perf(tid: i32, period_ns: u64, signal: i32, exclude_kernel: bool) -> io::Result<u64> {
+    PERF_PERIOD_NS.store(period_ns, Ordering::Relaxed);
     let mut attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: PERF_COUNT_SW_TASK_CLOCK,
-        sample_period: period_ns,
+        // The first period only: the first signal sets the whole one.
+        sample_period: first_period_ns(tid, period_ns),
         flags: ATTR_DISABLED
             | ATTR_EXCLUDE_HV
             | if exclude_kernel {
@@ -326,6 +414,10 @@ fn open_perf(tid: i32, period_ns: u64, signal: i32, exclude_kernel: bool) -> io:
         )
     })? as i32;
     let fd = move_high(fd)?;
+    // Before the event is enabled, so that its first signal finds the bit.
+    if let Some((word, bit)) = first_period_bit(fd) {
+        word.fetch_or(bit, Ordering::AcqRel);
+    }
     let owner = FOwnerEx {
         kind: F_OWNER_TID,
         pid: tid,
@@ -345,6 +437,7 @@ fn open_perf(tid: i32, period_ns: u64, signal: i32, exclude_kernel: bool) -> io:
     match armed {
         Ok(_) => Ok(PERF_HANDLE | ((id & 0x7fff_ffff) << 32) | fd as u64),
         Err(e) => {
+            clear_first_period(fd);
             // SAFETY: closing our own fd.
             unsafe { libc::close(fd) };
             Err(e)
@@ -383,9 +476,13 @@ fn arm_posix_timer(
         tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
     };
+    let first = first_period_ns(target_tid.unwrap_or(0), period_ns);
     let spec = libc::itimerspec {
         it_interval: interval,
-        it_value: interval,
+        it_value: libc::timespec {
+            tv_sec: (first / 1_000_000_000) as libc::time_t,
+            tv_nsec: (first % 1_000_000_000) as libc::c_long,
+        },
     };
     // SAFETY: arming the timer we just created.
     if let Err(e) =
@@ -436,6 +533,7 @@ pub(crate) fn disarm_thread(_clock: Trigger, handle: u64) {
     }
     if is_perf_handle(handle) {
         PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+        clear_first_period((handle & 0xffff_ffff) as i32);
         if perf_handle_intact(handle) {
             // SAFETY: our own perf event descriptor.
             unsafe { libc::close((handle & 0xffff_ffff) as i32) };
@@ -453,6 +551,7 @@ pub(crate) fn disarm_thread(_clock: Trigger, handle: u64) {
 pub(crate) fn forget_in_child(handle: u64) {
     if is_perf_handle(handle) {
         PERF_FDS.fetch_sub(1, Ordering::AcqRel);
+        clear_first_period((handle & 0xffff_ffff) as i32);
         if perf_handle_intact(handle) {
             // SAFETY: the child's copy of our perf event descriptor.
             unsafe { libc::close((handle & 0xffff_ffff) as i32) };
@@ -475,6 +574,7 @@ pub(crate) fn replace_if_lost(
     }
     PERF_FDS.fetch_sub(1, Ordering::AcqRel);
     PERF_FDS_LOST.fetch_add(1, Ordering::Relaxed);
+    clear_first_period((handle & 0xffff_ffff) as i32);
     Some(arm_thread_timer(tid, period_ns, signal))
 }
 
@@ -555,5 +655,22 @@ pub(crate) fn disarm_process_itimer() {
 
 /// The CPU time of thread `tid` in ns (0 if it cannot be read).
 pub(crate) fn thread_cpu_ns_of(tid: i32) -> u64 {
-    crate::signal_path::clock_ns(thread_cpu_clock(tid)).unwrap_or(0)
+    clock_ns(thread_cpu_clock(tid)).unwrap_or(0)
+}
+
+/// The time of `clock` in ns (async-signal-safe); None if it cannot be read.
+pub(crate) fn clock_ns(clock: libc::clockid_t) -> Option<u64> {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime is async-signal-safe; `now` is a live local.
+    if unsafe { libc::clock_gettime(clock, &mut now) } != 0 {
+        return None;
+    }
+    Some(
+        (now.tv_sec as u64)
+            .saturating_mul(1_000_000_000)
+            .saturating_add(now.tv_nsec as u64),
+    )
 }

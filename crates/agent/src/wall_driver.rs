@@ -37,11 +37,6 @@ static DRIVER_TID: AtomicI32 = AtomicI32::new(0);
 static PERIOD_NS: AtomicU64 = AtomicU64::new(10_000_000);
 static SIGNAL: AtomicI32 = AtomicI32::new(0);
 
-/// True for the driver thread (never sampled).
-pub(crate) fn is_driver(tid: i32) -> bool {
-    tid != 0 && DRIVER_TID.load(Ordering::Acquire) == tid
-}
-
 /// Starts a driver sampling every registered thread each `period_ns` of
 /// wall time with `signal` (stopping any earlier one).
 pub(crate) fn start(period_ns: u64, signal: i32) -> io::Result<()> {

@@ -49,6 +49,38 @@ fn sample_count_matches_cpu_time_at_100_1000_4000_hz() {
     }
 }
 
+/// Threads that each live a third of a sampling period are sampled in
+/// proportion to their CPU time, as perf samples them: each thread's clock
+/// starts with a random first period, uniform in (0, period], so a thread
+/// of CPU time c < period is sampled once with probability c / period.
+/// (With every clock starting at zero, none of the 600 threads reached its
+/// first period: 0 samples.) 600 threads of 0.33 ms at 1000 Hz: about 200
+/// samples; the count is binomial (σ ≈ 12), the bound ±30% is 5σ.
+#[test]
+fn threads_shorter_than_a_period_are_sampled_at_their_cpu_time() {
+    if std::env::var_os("CPUPROF_TEST_TIMER").is_some() {
+        // POSIX timers and setitimer fire on kernel ticks (4 ms here): a
+        // thread of 0.33 ms seldom meets one, whatever its first period.
+        eprintln!("skipped: the tick-bound fallback clocks cannot sample 0.33 ms threads");
+        return;
+    }
+    let dir = tempdir();
+    let program = build_c(dir.path(), "short_threads", false);
+    let profile = dir.path().join("short.prof");
+    let hz = 1000;
+    let out = run_ok(preloaded(&program, &profile, hz).args(["600", "0.00033"]));
+    let cpu: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    let stacks = NamedStacks::of(&read_profile(&profile));
+    let samples = stacks.cum("short_work") as f64;
+    let expected = cpu * f64::from(hz);
+    assert!(
+        (samples - expected).abs() <= expected * 0.30,
+        "{samples} samples in short_work for {cpu:.4} CPU-s of 600 short threads (expected {expected:.0} ± 30%)\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    eprintln!("short threads: {samples} samples for {cpu:.4} CPU-s (expected {expected:.0})");
+}
+
 /// Built without frame pointers, ≥ 99% of stacks reach main or
 /// thread_main: DWARF CFI unwinding from the signal's context.
 #[test]

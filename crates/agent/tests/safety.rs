@@ -212,3 +212,49 @@ fn periodic_flush_survives_sigkill() {
         "no temporary file is left behind"
     );
 }
+
+/// A program that blocks the real-time signal the agent samples on
+/// (SIGRTMAX, the highest free one), with no handler of its own, and waits
+/// for it — `sigwait`, `sigwaitinfo`, `sigtimedwait`, or reading a
+/// `signalfd` — while another thread sends it three ways (to the waiting
+/// thread before it waits, to the process, queued with a value) prints
+/// the same with the agent as without, and reads back the mask it set.
+/// Before: the agent's handler took the first signal and dropped it (the
+/// `sigwait` runs hung until their SIGALRM), and the `signalfd` read the
+/// agent's own sampling signals. The waits keep the session sampling; a
+/// `signalfd` on the signal ends its sampling, said on stderr.
+#[test]
+fn a_program_waiting_for_the_sampling_signal_gets_every_one_sent_to_it() {
+    let dir = tempdir();
+    let program = build_c(dir.path(), "sigwait_rt", false);
+    for mode in ["sigwait", "sigwaitinfo", "sigtimedwait", "signalfd"] {
+        let without = Command::new(&program).arg(mode).output().unwrap();
+        assert!(
+            without.status.success(),
+            "{mode} without the agent: {without:?}"
+        );
+        let profile = dir.path().join(format!("{mode}.prof"));
+        let with = preloaded(&program, &profile, 1000)
+            .arg(mode)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&with.stderr);
+        assert_eq!(
+            String::from_utf8_lossy(&with.stdout),
+            String::from_utf8_lossy(&without.stdout),
+            "{mode}: {}\n{stderr}",
+            with.status
+        );
+        assert_eq!(with.status.code(), Some(0), "{mode}: {stderr}");
+        let stacks = NamedStacks::of(&read_profile(&profile));
+        assert!(
+            stacks.cum("worker_burn") > 0 && stacks.cum("waiter_burn") > 0,
+            "{mode}: the burning threads were not sampled\n{stderr}"
+        );
+        // Every clock but setitimer's SIGPROF samples on that signal.
+        let on_it = std::env::var("CPUPROF_TEST_TIMER").map_or(true, |t| t != "itimer");
+        let gave_up = stderr.contains("through a signalfd: sampling stopped")
+            && stderr.contains("samples lost to the program's signalfd on signal");
+        assert_eq!(gave_up, mode == "signalfd" && on_it, "{mode}: {stderr}");
+    }
+}

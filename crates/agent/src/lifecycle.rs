@@ -1,30 +1,61 @@
-//! Profiling sessions: start, flush, stop; the control thread; exit,
-//! `_exit`, exec, termination-signal and fork handling; the
-//! `CPUPROFILESIGNAL` switch. Nothing here runs in the profiling signal
-//! handler.
+//! The agent's lifecycle: every event of a process's life that the agent
+//! acts on, in one module. The other modules are called from here and do
+//! not call back (the HTTP endpoint and the crash handler are handed the
+//! two functions they need when they are started); only the entry points
+//! above it — the C and Rust APIs (`capi`, the crate root) and the
+//! interposed `exec*` and `_exit` (`exec`, `exit`) — call into it.
 //!
-//! Locks, always taken in this order: [`CONTROL`] (the session, table
-//! drains, module snapshots, file writing), then [`THREADS`] (the thread
-//! registry and the clock to arm new threads with). New threads take only
-//! [`THREADS`], so they never wait for a file to be written.
+//! A process's life, in order:
+//! 1. **Load** ([`on_load`], a constructor): `CPUPROFILE` starts a session,
+//!    `CPUPROFILESIGNAL` installs the switch ([`install_switch`]),
+//!    `CPUPROFILE_HTTP` starts the endpoint (`server::start_from_env`).
+//! 2. **Start** ([`start`], also from `ProfilerStart` and the Rust guard):
+//!    the sampling signal is chosen ([`choose_signal`]) and its handler
+//!    installed once with the crash, termination and fork hooks
+//!    ([`install_once_hooks`]); the clock is armed on every thread. A
+//!    single-threaded process gets no thread of ours.
+//! 3. **The program creates a thread** (our [`pthread_create`]): the new
+//!    thread arms its own clock; the first one also brings the control
+//!    thread ([`program_creates_a_thread`]), which drains the tables,
+//!    follows `dlopen` and new threads, flushes ([`control_loop`]).
+//! 4. **Fork** ([`fork_prepare`], [`fork_parent`], [`fork_child`]): the
+//!    child goes on with the session into its own file, without threads
+//!    of ours until it creates one ([`continue_in_child`]); a child made
+//!    with the raw `clone` system call is adopted at its first call to us
+//!    ([`adopt_if_cloned_child`]).
+//! 5. **Exec** ([`suspend_for_exec`], [`resume_after_exec`] if it fails).
+//! 6. **The program takes the sampling signal** (a handler of its own,
+//!    seen by [`check_signal_owner`]; a `signalfd`, our [`signalfd`]):
+//!    sampling stops, the signal is the program's.
+//! 7. **Flush and stop** ([`flush`], [`stop`]); HTTP profile windows
+//!    ([`window_begin`], [`window_end`]) run alongside.
+//! 8. **Exit** (`exit`: the hook of [`install_once_hooks`]; `_exit`:
+//!    [`stop_before_exit`]), **termination signals**
+//!    ([`on_termination_signal`]) and **crashes** ([`write_after_crash`],
+//!    from the crashing thread): the profile is written before the
+//!    process goes.
+//!
+//! Nothing here runs in the profiling signal handler. Locks: see
+//! `src/locks.rs` ([`CONTROL`], then `threads::THREADS`).
 
 use std::cell::UnsafeCell;
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::io;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use crate::collector::{
-    coarsen_times, existing_sampler, round_time, round_times, sampler, SampleKey, Stacks,
-    TIMED_SAMPLES_MAX,
-};
+use crate::collector::{existing_sampler, sampler, Stacks, TimeKeeping};
 use crate::config::{ProfileFormat, Settings};
+use crate::diag::{diag, write_stderr};
+use crate::locks::lock;
 use crate::modules::{self, LoadedObject};
-use crate::signal_path::{self, gettid, Sampler};
+use crate::server::{WindowError, WindowProfile, Windows};
+use crate::signal_path::{self, control_tid, gettid, set_control_tid, Sampler};
 use crate::thread_names::ThreadNames;
+use crate::threads::{self, Arming, THREADS};
 use crate::timers::{self, Trigger};
-use crate::{threads, writer};
+use crate::writer;
 
 /// One profiling session (between a start and a stop).
 struct Session {
@@ -84,6 +115,8 @@ struct SignalOwner {
     /// Once taken: samples lost by then, and the CPU time at that moment
     /// (the session samples no more after it).
     taken: Option<(u64, u64)>,
+    /// Taken through a `signalfd` (see [`signalfd`]), not a handler.
+    taken_by_signalfd: bool,
 }
 
 /// The control side's state.
@@ -98,81 +131,6 @@ pub(crate) struct Control {
     window: Option<Window>,
 }
 
-/// How the samples of a session or window keep their times.
-#[derive(Clone, Copy, Debug, Default)]
-pub(crate) struct TimeKeeping {
-    /// The resolution asked for (ns; 1: full, 0: no times).
-    pub(crate) asked_ns: u64,
-    /// The resolution in use: the one asked for, or coarser once the
-    /// samples outgrew [`TIMED_SAMPLES_MAX`].
-    pub(crate) resolution_ns: u64,
-    /// Samples whose time was lost (the handler found the table's time
-    /// records full): they count, with no time.
-    pub(crate) untimed: u64,
-}
-
-impl TimeKeeping {
-    pub(crate) fn new(asked_ns: u64) -> TimeKeeping {
-        TimeKeeping {
-            asked_ns,
-            resolution_ns: asked_ns,
-            untimed: 0,
-        }
-    }
-
-    /// Adds `count` samples of (`stack`, `labels`) to `stacks`, `times`
-    /// of them with their (epoch) time, the rest without.
-    pub(crate) fn add(
-        &mut self,
-        stacks: &mut Stacks,
-        stack: &std::sync::Arc<[u64]>,
-        labels: u64,
-        count: u64,
-        times: &[(u64, u64)],
-    ) {
-        let mut timed = 0u64;
-        if self.resolution_ns != 0 {
-            for &(time, weight) in times {
-                let weight = weight.min(count - timed);
-                if weight == 0 {
-                    break;
-                }
-                timed += weight;
-                let key = SampleKey {
-                    stack: stack.clone(),
-                    labels,
-                    time: round_time(time, self.resolution_ns),
-                };
-                *stacks.entry(key).or_insert(0) += weight;
-            }
-            self.untimed += count - timed;
-        }
-        if count > timed {
-            let key = SampleKey {
-                stack: stack.clone(),
-                labels,
-                time: 0,
-            };
-            *stacks.entry(key).or_insert(0) += count - timed;
-        }
-    }
-
-    /// Coarsens the times of `stacks` when there are too many samples.
-    pub(crate) fn bound(&mut self, stacks: &mut Stacks) {
-        coarsen_times(stacks, &mut self.resolution_ns, TIMED_SAMPLES_MAX);
-    }
-
-    /// Takes the resolution the handler merged samples at
-    /// ([`Sampler::time_bucket_ns`]) when coarser than ours, rounding
-    /// the samples kept so far to it.
-    fn follow(&mut self, stacks: &mut Stacks, bucket_ns: u64) {
-        if self.resolution_ns != 0 && bucket_ns > self.resolution_ns {
-            self.resolution_ns = bucket_ns;
-            round_times(stacks, bucket_ns);
-        }
-    }
-}
-
 /// Samples gathered for one HTTP profile request, alongside whatever
 /// session runs (see [`window_begin`]).
 struct Window {
@@ -181,24 +139,6 @@ struct Window {
     started: Instant,
     start_time_ns: u64,
     times: TimeKeeping,
-}
-
-/// What a closed window gathered.
-pub(crate) struct WindowProfile {
-    /// Samples per stack (leaf first, return addresses as sampled) and
-    /// labels.
-    pub(crate) stacks: Stacks,
-    /// The thread names the labels refer to.
-    pub(crate) names: Vec<String>,
-    /// Wall-clock samples (the session runs in realtime mode).
-    pub(crate) wall: bool,
-    /// Nanoseconds between samples.
-    pub(crate) period_ns: u64,
-    /// When the window opened (ns since the epoch) and how long it lasted.
-    pub(crate) start_time_ns: u64,
-    pub(crate) duration_ns: u64,
-    /// How its samples kept their times.
-    pub(crate) times: TimeKeeping,
 }
 
 /// The control lock. See the module doc for the lock order.
@@ -211,17 +151,6 @@ pub(crate) static CONTROL: Mutex<Control> = Mutex::new(Control {
     window: None,
 });
 
-/// How to arm a new thread while a session runs.
-#[derive(Clone, Copy)]
-pub(crate) struct Arming {
-    pub(crate) clock: Trigger,
-    pub(crate) period_ns: u64,
-    pub(crate) signal: i32,
-}
-
-/// The thread registry lock, with the arming of the running session.
-pub(crate) static THREADS: Mutex<Option<Arming>> = Mutex::new(None);
-
 /// The pid of the process that runs the session (a vfork child differs).
 static SESSION_PID: AtomicI32 = AtomicI32::new(0);
 
@@ -231,14 +160,6 @@ pub(crate) fn session_pid() -> i32 {
     SESSION_PID.load(Ordering::Acquire)
 }
 
-/// The control thread's tid (0 when there is none); it is never sampled.
-static CONTROL_TID: AtomicI32 = AtomicI32::new(0);
-
-/// True while there is a control thread (or one is starting) to drain the
-/// tables. Async-signal-safe (one atomic load).
-pub(crate) fn has_control_thread() -> bool {
-    CONTROL_TID.load(Ordering::Acquire) != 0
-}
 /// Termination flush requests from signal handlers and their completions.
 static TERMINATION_REQUESTS: AtomicU32 = AtomicU32::new(0);
 static TERMINATION_DONE: AtomicU32 = AtomicU32::new(0);
@@ -256,31 +177,6 @@ static INTERNAL_SESSION: AtomicBool = AtomicBool::new(false);
 /// Samples of the current session, for `ProfilerGetCurrentState`.
 static HANDLER_INSTALLED: AtomicBool = AtomicBool::new(false);
 static ONCE_HOOKS: std::sync::Once = std::sync::Once::new();
-
-pub(crate) fn lock<T>(mutex: &'static Mutex<T>) -> MutexGuard<'static, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// Writes `cpuprof: message` to stderr without locks or buffering (safe
-/// in a forked child and at exit).
-pub(crate) fn diag(message: &str) {
-    let line = format!("cpuprof: {message}\n");
-    write_stderr(&line);
-}
-
-fn write_stderr(text: &str) {
-    let mut bytes = text.as_bytes();
-    while !bytes.is_empty() {
-        // SAFETY: writing a live buffer to fd 2.
-        let n = unsafe { libc::write(2, bytes.as_ptr().cast(), bytes.len()) };
-        if n <= 0 {
-            break;
-        }
-        bytes = &bytes[n as usize..];
-    }
-}
 
 fn process_cpu_ns() -> u64 {
     signal_path::clock_ns(libc::CLOCK_PROCESS_CPUTIME_ID).unwrap_or(0)
@@ -469,6 +365,7 @@ fn start_locked(
         checked_cpu_ns: process_cpu_ns(),
         checked_samples: 0,
         taken: None,
+        taken_by_signalfd: false,
     };
     control.session = Some(Session {
         owner,
@@ -581,21 +478,12 @@ fn drain_twice(sampler: &Sampler, session: &mut Session, window: &mut Option<Win
     drain_into(sampler, session, window);
 }
 
-/// Why a profile window could not open.
-#[derive(Debug)]
-pub(crate) enum WindowError {
-    /// Another window is open.
-    Busy,
-    /// No session ran and none could be started for the window.
-    Start(StartError),
-}
-
 /// Opens an HTTP profile window. When the program runs a session of its
 /// own (`CPUPROFILE`, `ProfilerStart`, …) the window takes its samples
 /// alongside, at its rate, without disturbing it; otherwise an internal
 /// session samples at `settings` until [`window_end`]. Returns the rate in
 /// use.
-pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
+fn window_begin(settings: Settings) -> Result<u32, WindowError> {
     let mut control = lock(&CONTROL);
     let control = &mut *control;
     if control.window.is_some() {
@@ -610,7 +498,8 @@ pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
             session.settings.clone()
         }
         None => {
-            start_locked(control, None, settings.clone(), None).map_err(WindowError::Start)?;
+            start_locked(control, None, settings.clone(), None)
+                .map_err(|e| WindowError::Start(e.to_string()))?;
             settings
         }
     };
@@ -635,7 +524,7 @@ pub(crate) fn window_begin(settings: Settings) -> Result<u32, WindowError> {
 
 /// Closes the window: its samples, and the end of the internal session
 /// that fed it, if any.
-pub(crate) fn window_end() -> Option<WindowProfile> {
+fn window_end() -> Option<WindowProfile> {
     let mut control = lock(&CONTROL);
     let control = &mut *control;
     control.window.as_ref()?;
@@ -891,7 +780,7 @@ pub(crate) fn stop_before_exit() {
     if unsafe { libc::getpid() } != session_pid() {
         return;
     }
-    let control = CONTROL_TID.load(Ordering::Acquire);
+    let control = control_tid();
     if control == 0 {
         // No thread of ours in this process (see `ensure_control_thread`):
         // `_exit` may be called from a signal handler that interrupted
@@ -1012,7 +901,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
 /// far and those still in the stack tables, read in place.
 /// Async-signal-safe: a bounded `try_lock` of [`CONTROL`] (never a
 /// blocking lock), no allocation, `open`/`read`/`write`/`rename`/`close`.
-pub(crate) fn write_after_crash() {
+fn write_after_crash() {
     let Some(sampler) = existing_sampler() else {
         return;
     };
@@ -1029,7 +918,7 @@ pub(crate) fn write_after_crash() {
             Ok(held) => guard = Some(held),
             Err(std::sync::TryLockError::Poisoned(poisoned)) => guard = Some(poisoned.into_inner()),
             Err(std::sync::TryLockError::WouldBlock) => {
-                if me == CONTROL_TID.load(Ordering::Acquire) {
+                if me == control_tid() {
                     // The control thread crashed holding it.
                     break;
                 }
@@ -1233,6 +1122,48 @@ fn check_signal_owner(sampler: &Sampler, session: &mut Session) {
     ));
 }
 
+/// The program creates a `signalfd` for the session's sampling signal
+/// (`src/sigmask.rs`): the session stops sampling on it, as when the
+/// program takes it with a handler, and says so once.
+fn program_reads_signal(signal: i32) {
+    let mut control = lock(&CONTROL);
+    let Some(sampler) = existing_sampler() else {
+        return;
+    };
+    let Some(session) = control.session.as_mut() else {
+        return;
+    };
+    if session.owner.signal != signal || session.owner.taken.is_some() {
+        return;
+    }
+    session.owner.taken = Some((0, process_cpu_ns()));
+    session.owner.taken_by_signalfd = true;
+    disarm_all(sampler, session);
+    diag(&format!(
+        "the program reads signal {signal}, the profiler's sampling signal, through a signalfd: sampling stopped, the signal is the program's (choose another with CPUPROFILE_TIMER_SIGNAL)"
+    ));
+}
+
+/// `signalfd(2)`: the program reads signals through a descriptor. On a
+/// set holding the session's sampling signal, whose samples it would read
+/// too, the session stops sampling on it and hands it to the program
+/// ([`program_reads_signal`], `sigmask::hand_to_program`) before libc's
+/// `signalfd` runs.
+///
+/// # Safety
+/// As libc's.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn signalfd(fd: i32, mask: *const libc::sigset_t, flags: i32) -> i32 {
+    if let Some(signal) = crate::sigmask::waits_for_ours(mask) {
+        if crate::sigmask::protected() == signal {
+            program_reads_signal(signal);
+        }
+        crate::sigmask::hand_to_program(signal);
+    }
+    // SAFETY: forwarded under the caller's contract.
+    unsafe { crate::sigmask::real_signalfd(fd, mask, flags) }
+}
+
 /// The stop line's `(achieved N Hz)` clause: samples per CPU-second of
 /// the process (per wall second in realtime mode) when that is more than
 /// 20% off the rate asked, after at least 0.2 s — the `setitimer`
@@ -1262,11 +1193,19 @@ fn host_losses(session: &Session) -> String {
     if let Some((lost, cpu_ns)) = session.owner.taken {
         let after = process_cpu_ns().saturating_sub(cpu_ns) * u64::from(session.settings.frequency)
             / 1_000_000_000;
-        text += &format!(
-            ", {} samples lost to the program's handler on signal {}",
-            lost + after,
-            session.owner.signal
-        );
+        text += &if session.owner.taken_by_signalfd {
+            format!(
+                ", {} samples lost to the program's signalfd on signal {}",
+                lost + after,
+                session.owner.signal
+            )
+        } else {
+            format!(
+                ", {} samples lost to the program's handler on signal {}",
+                lost + after,
+                session.owner.signal
+            )
+        };
     }
     let blocking = threads::blocking_fallbacks();
     if blocking > 0 {
@@ -1322,74 +1261,24 @@ fn install_once_hooks() {
             libc::atexit(at_exit);
             libc::pthread_atfork(Some(fork_prepare), Some(fork_parent), Some(fork_child));
         }
-        for signal in TERMINATION_SIGNALS {
+        for signal in crate::sigmask::TERMINATION_SIGNALS {
             install_termination_handler(signal);
         }
-        crate::crash::install();
+        crate::crash::install(write_after_crash);
     });
 }
 
-const TERMINATION_SIGNALS: [i32; 3] = [libc::SIGTERM, libc::SIGINT, libc::SIGHUP];
-
-/// The actions in place before ours, indexed like [`TERMINATION_SIGNALS`].
+/// The actions in place before ours, indexed like [`crate::sigmask::TERMINATION_SIGNALS`].
 struct PreviousActions(UnsafeCell<[Option<libc::sigaction>; 3]>);
 // SAFETY: written once before our handler is installed, then only read.
 unsafe impl Sync for PreviousActions {}
 static PREVIOUS_ACTIONS: PreviousActions = PreviousActions(UnsafeCell::new([None, None, None]));
 
-/// Set when the program put `SIG_DFL` back on a termination signal while
-/// our handler was on it, indexed like [`TERMINATION_SIGNALS`]: ours
-/// stays, writes the profile, then acts as the default would (see
-/// [`program_sets_termination_action`]).
-static PROGRAM_DEFAULT: [AtomicBool; 3] = [
-    AtomicBool::new(false),
-    AtomicBool::new(false),
-    AtomicBool::new(false),
-];
-
-/// Our `sigaction`/`signal` on SIGTERM, SIGINT, SIGHUP, before libc's.
-/// A program that sets the default action on one (Chromium's child
-/// processes reset their signals so) would otherwise be ended by it
-/// without a profile; since ours writes the profile and then acts as the
-/// default, it stays, and the program reads back `SIG_DFL`. Returns the
-/// action to report as the previous one when handled here; None: libc's
-/// `sigaction` does the call (any handler or `SIG_IGN` the program sets
-/// replaces ours, as before).
-pub(crate) fn program_sets_termination_action(
-    signal: i32,
-    act: Option<&libc::sigaction>,
-) -> Option<libc::sigaction> {
-    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal)?;
-    let ours = on_termination_signal as *const () as usize;
-    if crate::crash::current_handler(signal) != ours {
-        return None;
-    }
-    // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
-    let default: libc::sigaction = unsafe { std::mem::zeroed() };
-    let previous = if PROGRAM_DEFAULT[index].load(Ordering::Acquire) {
-        default
-    } else {
-        // What the program sees today: our handler, as installed.
-        let mut current: libc::sigaction = unsafe { std::mem::zeroed() };
-        // SAFETY: reads the disposition into a local.
-        unsafe { crate::sigmask::real_sigaction(signal, std::ptr::null(), &mut current) };
-        current
-    };
-    match act {
-        None => Some(previous),
-        Some(action) if action.sa_sigaction == libc::SIG_DFL => {
-            PROGRAM_DEFAULT[index].store(true, Ordering::Release);
-            Some(previous)
-        }
-        Some(_) => {
-            PROGRAM_DEFAULT[index].store(false, Ordering::Release);
-            None
-        }
-    }
-}
-
 fn install_termination_handler(signal: i32) {
-    let Some(index) = TERMINATION_SIGNALS.iter().position(|&s| s == signal) else {
+    let Some(index) = crate::sigmask::TERMINATION_SIGNALS
+        .iter()
+        .position(|&s| s == signal)
+    else {
         return;
     };
     // SAFETY: sigaction with valid pointers; PREVIOUS_ACTIONS is written
@@ -1404,6 +1293,7 @@ fn install_termination_handler(signal: i32) {
         (*PREVIOUS_ACTIONS.0.get())[index] = Some(previous);
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_termination_signal as *const () as usize;
+        crate::sigmask::termination_handler_is(action.sa_sigaction);
         action.sa_flags = libc::SA_SIGINFO | libc::SA_RESTART;
         libc::sigemptyset(&mut action.sa_mask);
         crate::sigmask::real_sigaction(signal, &action, std::ptr::null_mut());
@@ -1424,7 +1314,7 @@ extern "C" fn on_termination_signal(
     let saved = unsafe { *errno };
     if let Some(sampler) = existing_sampler() {
         if sampler.running.load(Ordering::Acquire) {
-            match CONTROL_TID.load(Ordering::Acquire) {
+            match control_tid() {
                 0 => {
                     // No thread of ours: written here, async-signal-safe.
                     write_without_control_thread();
@@ -1434,10 +1324,12 @@ extern "C" fn on_termination_signal(
             }
         }
     }
-    let index = TERMINATION_SIGNALS.iter().position(|&s| s == signal);
+    let index = crate::sigmask::TERMINATION_SIGNALS
+        .iter()
+        .position(|&s| s == signal);
     // SAFETY: read-only after installation.
     let mut previous = index.and_then(|i| unsafe { (*PREVIOUS_ACTIONS.0.get())[i] });
-    if index.is_some_and(|i| PROGRAM_DEFAULT[i].load(Ordering::Acquire)) {
+    if crate::sigmask::program_set_default(signal) {
         // SAFETY: a zeroed sigaction is SIG_DFL with an empty mask.
         previous = Some(unsafe { std::mem::zeroed() });
     }
@@ -1581,7 +1473,7 @@ fn needs_control_thread_now(settings: &Settings, control: &Control) -> bool {
 /// grace period), if a session runs or the switch is installed.
 pub(crate) fn program_creates_a_thread() {
     adopt_if_cloned_child();
-    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+    if control_tid() != 0 {
         return;
     }
     let Some(sampler) = existing_sampler() else {
@@ -1596,35 +1488,85 @@ pub(crate) fn program_creates_a_thread() {
     }
 }
 
+struct StartArgs {
+    start: threads::StartRoutine,
+    arg: *mut c_void,
+    /// The creator blocked the sampling signal (the new thread inherits
+    /// its mask, as the program sees it).
+    program_blocks: bool,
+}
+
+/// Interposes libc's `pthread_create`: once a sampler exists, the new
+/// thread registers (and, during a session, arms) itself before running
+/// `start`.
+///
+/// # Safety
+/// Same contract as libc's `pthread_create`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn pthread_create(
+    thread: *mut libc::pthread_t,
+    attr: *const libc::pthread_attr_t,
+    start: threads::StartRoutine,
+    arg: *mut c_void,
+) -> c_int {
+    let Some(real) = threads::real_pthread_create() else {
+        return libc::EAGAIN;
+    };
+    if existing_sampler().is_none() {
+        // SAFETY: forwarding the caller's arguments unchanged.
+        return unsafe { real(thread, attr, start, arg) };
+    }
+    program_creates_a_thread();
+    let program_blocks = crate::sigmask::program_blocks_in_this_thread();
+    let args = Box::into_raw(Box::new(StartArgs {
+        start,
+        arg,
+        program_blocks,
+    }));
+    // SAFETY: the trampoline takes ownership of `args` when it runs.
+    let rc = unsafe { real(thread, attr, trampoline, args.cast()) };
+    if rc != 0 {
+        // SAFETY: the thread was not created; `args` is still ours.
+        drop(unsafe { Box::from_raw(args) });
+    }
+    rc
+}
+
+extern "C" fn trampoline(args: *mut c_void) -> *mut c_void {
+    // SAFETY: created by pthread_create above, consumed exactly once.
+    let StartArgs {
+        start,
+        arg,
+        program_blocks,
+    } = *unsafe { Box::from_raw(args as *mut StartArgs) };
+    threads::on_thread_start(program_blocks);
+    start(arg)
+}
+
 /// Starts the control thread if there is none (it drains tables, follows
 /// dlopen and new threads, flushes periodically and serves the switch and
 /// termination signals).
 fn ensure_control_thread(sampler: &Sampler) {
-    if CONTROL_TID.load(Ordering::Acquire) != 0 {
+    if control_tid() != 0 {
         return;
     }
     let _ = sampler;
-    CONTROL_TID.store(-1, Ordering::Release);
+    set_control_tid(-1);
     extern "C" fn control_main(_: *mut c_void) -> *mut c_void {
-        CONTROL_TID.store(gettid(), Ordering::Release);
+        set_control_tid(gettid());
         control_loop();
         std::ptr::null_mut()
     }
     if threads::spawn_internal(control_main).is_err() {
-        CONTROL_TID.store(0, Ordering::Release);
+        set_control_tid(0);
         diag("cannot start the control thread; periodic work disabled");
         return;
     }
     // Wait for its tid so that arming never picks it up as a program thread.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while CONTROL_TID.load(Ordering::Acquire) < 0 && Instant::now() < deadline {
+    while control_tid() < 0 && Instant::now() < deadline {
         std::thread::yield_now();
     }
-}
-
-/// The tid of the control thread (never armed).
-pub(crate) fn control_tid() -> i32 {
-    CONTROL_TID.load(Ordering::Acquire)
 }
 
 fn control_loop() {
@@ -1733,7 +1675,15 @@ struct ForkGuards(UnsafeCell<Option<HeldLocks>>);
 unsafe impl Sync for ForkGuards {}
 static FORK_GUARDS: ForkGuards = ForkGuards(UnsafeCell::new(None));
 
+/// Whether the forking thread blocked the sampling signal, for the child's
+/// one thread (see `sigmask`).
+static FORKING_THREAD_BLOCKS: AtomicBool = AtomicBool::new(false);
+
 extern "C" fn fork_prepare() {
+    FORKING_THREAD_BLOCKS.store(
+        crate::sigmask::program_blocks_in_this_thread(),
+        Ordering::Relaxed,
+    );
     let control = lock(&CONTROL);
     let threads = lock(&THREADS);
     // SAFETY: see ForkGuards.
@@ -1783,8 +1733,9 @@ fn continue_in_child(
 ) {
     // SAFETY: getpid is always safe.
     SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
-    CONTROL_TID.store(0, Ordering::Release);
+    set_control_tid(0);
     crate::wall_driver::forget_after_fork();
+    threads::forget_internal_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
     control.window = None;
     let Some(sampler) = existing_sampler() else {
@@ -1850,6 +1801,10 @@ fn continue_in_child(
         Ok(handle) => {
             if session.clock.per_thread() {
                 if let Some(slot) = sampler.register_thread(gettid()) {
+                    slot.program_blocks.store(
+                        FORKING_THREAD_BLOCKS.load(Ordering::Relaxed),
+                        Ordering::Relaxed,
+                    );
                     slot.armed(handle);
                     threads::mark_wall_start(slot, session.clock, gettid());
                 }
@@ -1937,7 +1892,14 @@ extern "C" fn on_load() {
         return;
     }
     if let Some(spec) = http {
-        crate::server::start_from_env(&spec, profile.is_some() || switch.is_some());
+        crate::server::start_from_env(
+            &spec,
+            profile.is_some() || switch.is_some(),
+            Windows {
+                begin: window_begin,
+                end: window_end,
+            },
+        );
         if profile.is_none() && switch.is_none() {
             return;
         }
