@@ -29,6 +29,12 @@ pub struct Settings {
     /// thread whose rounded times are equal are merged. Long runs coarsen
     /// it further as they go (see the README, "Time in the profile").
     pub time_resolution_ns: u64,
+    /// `CPUPROFILE_SIGWAIT`: the agent answers the program's `sigwait`,
+    /// `sigwaitinfo`, `sigtimedwait` and `signalfd` on the sampling signal
+    /// itself, so that a program waiting for that signal gets the ones
+    /// others send (off by default: it changes how programs that wait on
+    /// every signal run; Chromium's zygote aborts with it).
+    pub hand_waits: bool,
 }
 
 /// The file format a session writes.
@@ -52,6 +58,7 @@ impl Default for Settings {
             flush_seconds: 0,
             format: ProfileFormat::Gperftools,
             time_resolution_ns: 1,
+            hand_waits: false,
         }
     }
 }
@@ -91,6 +98,9 @@ impl Settings {
         if let Some(value) = lookup("CPUPROFILE_REALTIME") {
             // gperftools turns realtime on when the variable is set at all.
             settings.realtime = !matches!(value.trim(), "0" | "false" | "no" | "off");
+        }
+        if let Some(value) = lookup("CPUPROFILE_SIGWAIT") {
+            settings.hand_waits = !matches!(value.trim(), "" | "0" | "false" | "no" | "off");
         }
         if let Some(value) = lookup("CPUPROFILE_TIMER_SIGNAL") {
             match parse_signal(&value) {

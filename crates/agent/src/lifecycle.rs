@@ -246,6 +246,7 @@ fn start_locked(
         settings.flush_seconds = 1;
     }
     settings.signal = choose_signal(settings.signal);
+    crate::sigmask::hand_waits(settings.hand_waits);
     install_profiling_handler(settings.signal);
     timers::reset_descriptor_counts();
     threads::reset_blocking_fallbacks();

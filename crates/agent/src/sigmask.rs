@@ -504,9 +504,22 @@ fn is_agents(info: &libc::siginfo_t) -> bool {
     !foreign || wake
 }
 
-/// The agent's sampling signal when `set` holds it (and the call is ours
-/// to answer), None otherwise.
+/// Whether the program's waits on the sampling signal are the agent's to
+/// answer (`CPUPROFILE_SIGWAIT`).
+static HAND_WAITS: AtomicBool = AtomicBool::new(false);
+
+/// Turns the answering of the program's waits on the sampling signal on
+/// or off (at start, from the settings).
+pub(crate) fn hand_waits(on: bool) {
+    HAND_WAITS.store(on, Ordering::Release);
+}
+
+/// The agent's sampling signal when `set` holds it and the call is ours
+/// to answer (`CPUPROFILE_SIGWAIT`), None otherwise.
 pub(crate) fn waits_for_ours(set: *const libc::sigset_t) -> Option<i32> {
+    if !HAND_WAITS.load(Ordering::Acquire) {
+        return None;
+    }
     let signal = OWNED.load(Ordering::Acquire);
     // SAFETY: `set` is null or valid (the caller's contract).
     (signal != 0 && !set.is_null() && unsafe { libc::sigismember(set, signal) } == 1)
