@@ -25,10 +25,10 @@ use cpuprof_testkit::{
 };
 
 /// A directory for a test's recordings when `perf record` works here
-/// (else None: the test is skipped, [`common::perf_works`] says why).
+/// (else None: the test is skipped, [`cpuprof_testkit::perf_works`] says why).
 fn perf_dir() -> Option<TempDir> {
     let dir = TempDir::new().unwrap();
-    common::perf_works(dir.path()).then_some(dir)
+    cpuprof_testkit::perf_works(dir.path()).then_some(dir)
 }
 
 /// `perf record ARGS -o OUT -- COMMAND`.

@@ -361,7 +361,7 @@ int main(void) {
 
 /// Records TWO_THREADS with perf into `dir`; returns (binary, perf.data).
 fn record_two_threads(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    if !require_tool("gcc") || !common::perf_works(dir) {
+    if !require_tool("gcc") || !cpuprof_testkit::perf_works(dir) {
         return None;
     }
     let source = dir.join("two_threads.c");

@@ -1,6 +1,6 @@
 //! Time as a filter and a view: `--time=START:END`, `--base_time`, the
 //! growth gate over time windows, `--timeline` and the shell's `timeline`,
-//! on a two-phase program (fnA burns the first second, fnB the next)
+//! on a two-phase program (`tests/workloads/phases.c`: fnA burns the first second, fnB the next)
 //! recorded once with `perf record -e cpu-clock -F 1000 -g`.
 //!
 //! What sampling cannot move is asserted: each phase's function is at
@@ -26,44 +26,9 @@ use common::tmux::Tmux;
 use common::{cpuprof, report_texts, WebUi};
 use cpuprof_report::output::timeline::levels;
 use cpuprof_testkit::{
-    compile, libprofiler, profile_with_libprofiler, require_tool, run_ok, run_stdout, TempDir,
+    compile, libprofiler, profile_with_libprofiler, record_phases, require_tool, run_ok,
+    run_stdout, workload, TempDir,
 };
-
-const PHASES_C: &str = r#"
-#include <stdlib.h>
-#include <time.h>
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
-volatile unsigned long sink;
-
-__attribute__((noinline)) void fnA(double seconds) {
-    double end = now() + seconds;
-    unsigned long x = 1;
-    while (now() < end)
-        for (int i = 0; i < 20000; i++) x = x * 6364136223846793005UL + 1;
-    sink = x;
-}
-
-__attribute__((noinline)) void fnB(double seconds) {
-    double end = now() + seconds;
-    unsigned long x = 3;
-    while (now() < end)
-        for (int i = 0; i < 20000; i++) x = x * 2862933555777941757UL + 7;
-    sink = x;
-}
-
-int main(int argc, char **argv) {
-    double seconds = argc > 1 ? atof(argv[1]) : 1.0;
-    fnA(seconds);
-    fnB(seconds);
-    return 0;
-}
-"#;
 
 /// The recording, made once for the file.
 struct Phases {
@@ -77,28 +42,7 @@ fn phases() -> Option<&'static Phases> {
     PHASES
         .get_or_init(|| {
             let dir = TempDir::new().unwrap();
-            if !require_tool("gcc") || !common::perf_works(dir.path()) {
-                return None;
-            }
-            let source = dir.path().join("phases.c");
-            std::fs::write(&source, PHASES_C).unwrap();
-            let binary = dir.path().join("phases");
-            compile(
-                "gcc",
-                &[&source],
-                &binary,
-                &["-O1", "-g", "-fno-omit-frame-pointer"],
-            );
-            let data = dir.path().join("phases.data");
-            run_ok(
-                Command::new("perf")
-                    .args(["record", "-q", "-e", "cpu-clock", "-F", "1000", "-g", "-o"])
-                    .arg(&data)
-                    .arg("--")
-                    .arg(&binary)
-                    .arg("1.0")
-                    .current_dir(dir.path()),
-            );
+            let (binary, data) = record_phases(dir.path())?;
             Some(Phases { dir, binary, data })
         })
         .as_ref()
@@ -371,10 +315,8 @@ fn profiles_without_times_say_so_in_one_line() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let source = dir.path().join("phases.c");
-    std::fs::write(&source, PHASES_C).unwrap();
     let binary = dir.path().join("phases");
-    compile("gcc", &[&source], &binary, &["-O1", "-g"]);
+    compile("gcc", &[&workload("phases.c")], &binary, &["-O1", "-g"]);
     let prof = dir.path().join("phases.prof");
     profile_with_libprofiler(&lib, &binary, &["0.05"], &prof, 1000);
     let prof_s = prof.to_str().unwrap();

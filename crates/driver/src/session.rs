@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
+use cpuprof_report::activity::{Activity, ActivityOptions};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::graph::{percent_base, Row};
 use cpuprof_report::measure::{unit_word, ValueFormat};
@@ -430,6 +431,78 @@ impl Session {
         Ok(cpuprof_report::output::speedscope::write(
             out, &stacks, &name,
         )?)
+    }
+    /// The web UI's timeline, as the JSON its page draws
+    /// ([`cpuprof_report::output::timeline::write_json`]): each thread's
+    /// activity over the whole profile in `columns` columns, and the
+    /// subsecond heat map with `heat_rows` rows per second, of the samples
+    /// `config`'s filters keep except its `time` range (drawn as the
+    /// selection) and its `focus` (whose samples are highlighted in each
+    /// track, not filtered). A profile without sample times is refused in
+    /// one line.
+    pub fn timeline_json(
+        &self,
+        config: &Config,
+        columns: usize,
+        heat_rows: usize,
+    ) -> Result<String> {
+        let range = config.time_range("time")?;
+        let highlight = match config.text("focus") {
+            Some(re) => Some(compile_regex("focus", re)?),
+            None => None,
+        };
+        let mut all = config.clone();
+        for name in ["time", "focus"] {
+            let default = crate::settings::setting(name)
+                .map(|s| s.default.to_string())
+                .unwrap_or_default();
+            all.set_checked(name, default);
+        }
+        let timed = self.timed(&all)?;
+        if !timed.has_times(&self.profile) {
+            bail!(
+                "{}: {}",
+                self.profile_names(),
+                cpuprof_report::output::timeline::NO_TIMES
+            );
+        }
+        // A diff draws the profiles, not their difference (activity
+        // cannot be negative).
+        let profile: &Profile = match &timed.parts {
+            Some((sum, _)) => sum,
+            None => &timed.profile,
+        };
+        let options = all.report_options(profile)?;
+        let cache = std::ptr::eq(profile, &*timed.profile)
+            .then(|| timed.cache(self))
+            .flatten();
+        let stacks = Stacks::build_cached(profile, &options, cache);
+        let origin = Span::of(profile).map_or(0, |span| span.origin);
+        let activity = Activity::build(
+            &stacks,
+            &ActivityOptions {
+                origin,
+                from: 0,
+                to: None,
+                columns,
+                highlight: highlight.as_ref(),
+                heat_rows,
+            },
+        );
+        let Some(activity) = activity else {
+            bail!("no sample with a time is left by the filters");
+        };
+        let mut json = String::with_capacity(64 * 1024);
+        cpuprof_report::output::timeline::write_json(
+            &mut json,
+            &cpuprof_report::output::timeline::TimelineJson {
+                activity: &activity,
+                unit: &stacks.sample_type.unit,
+                range: range.map(|r| (r.start, r.end)),
+                highlight: config.text("focus"),
+            },
+        );
+        Ok(json)
     }
 }
 

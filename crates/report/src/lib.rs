@@ -21,6 +21,9 @@
 //!   [`filtered`]: the kept samples as a profile again;
 //! - [`stats`]: confidence intervals and the significance of a diff's
 //!   changes; [`change`]: a node's change and the colours of a diff;
+//! - [`threads`]: which thread took a sample (the one reading of the
+//!   thread labels); [`activity`]: each thread's activity over time in
+//!   columns and the subsecond heat map, what the timelines draw;
 //! - [`time`]: each sample's time (`timestamp_ns`), the profile's time
 //!   origin (defined there once) and `--time` ranges;
 //! - [`names`], [`escape`]: names and escaped text; [`legend`]: the
@@ -33,6 +36,7 @@
 //! is a new module there.
 #![deny(missing_docs)]
 
+pub mod activity;
 pub mod callgraph;
 pub mod change;
 pub mod distinct;
@@ -51,6 +55,7 @@ pub mod source;
 pub mod stacks;
 pub mod stats;
 pub mod tags;
+pub mod threads;
 pub mod time;
 
 pub use graph::{Edge, Graph, Node, NodeId};

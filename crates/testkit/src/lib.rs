@@ -338,3 +338,61 @@ pub fn vdso_frame(name: &str) -> &str {
         name
     }
 }
+
+/// Whether `perf record` works here (perf installed, its event allowed);
+/// prints why a test is skipped when not, and fails on any other error.
+pub fn perf_works(dir: &Path) -> bool {
+    if !require_tool("perf") {
+        return false;
+    }
+    let out = Command::new("perf")
+        .args(["record", "-q", "-e", "cpu-clock", "-o"])
+        .arg(dir.join("probe.data"))
+        .args(["--", "true"])
+        .output()
+        .expect("perf runs");
+    if out.status.success() {
+        return true;
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if stderr.contains("perf_event_open")
+        || stderr.contains("Permission denied")
+        || stderr.contains("No permission")
+        || stderr.contains("not supported")
+    {
+        eprintln!(
+            "SKIPPED: perf record cannot open its event here (perf_event_open refused): {stderr}"
+        );
+        return false;
+    }
+    panic!("perf record failed: {stderr}");
+}
+
+/// The two-phase workload (`tests/workloads/phases.c`: fnA burns the
+/// first second of wall-clock time, fnB the next) built in `dir` and
+/// recorded with `perf record -e cpu-clock -F 1000 -g` (a timestamp on
+/// every sample): (binary, perf.data). `None` (the test skips) where gcc
+/// is missing or perf cannot open its event.
+pub fn record_phases(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    if !require_tool("gcc") || !perf_works(dir) {
+        return None;
+    }
+    let binary = dir.join("phases");
+    compile(
+        "gcc",
+        &[&workload("phases.c")],
+        &binary,
+        &["-O1", "-g", "-fno-omit-frame-pointer"],
+    );
+    let data = dir.join("phases.data");
+    run_ok(
+        Command::new("perf")
+            .args(["record", "-q", "-e", "cpu-clock", "-F", "1000", "-g", "-o"])
+            .arg(&data)
+            .arg("--")
+            .arg(&binary)
+            .arg("1.0")
+            .current_dir(dir),
+    );
+    Some((binary, data))
+}

@@ -33,7 +33,14 @@ pub const VIEWS: &[(&str, &str)] = &[
     ("peek", "Peek"),
     ("source", "Source"),
     ("disasm", "Disassemble"),
+    ("timeline", "Timeline"),
 ];
+
+/// The timeline view's columns over the whole profile (the page scales
+/// them to its width).
+pub const TIMELINE_COLUMNS: usize = 400;
+/// The rows of the timeline view's subsecond heat map: 20 ms each.
+pub const HEAT_ROWS: usize = 50;
 
 /// The web UI over one session: what every request reads.
 pub struct App {
@@ -46,6 +53,8 @@ pub struct App {
     totals: Vec<i64>,
     /// The download of the URL with no setting, once made.
     unfiltered_download: std::sync::OnceLock<Vec<u8>>,
+    /// The span of the profile's sample times (the legend's duration).
+    span: Option<cpuprof_report::time::Span>,
 }
 
 impl App {
@@ -88,6 +97,7 @@ impl App {
             configs: configs::default_path(),
             totals,
             unfiltered_download: std::sync::OnceLock::new(),
+            span: cpuprof_report::time::Span::of(profile),
         }
     }
 
@@ -322,6 +332,10 @@ impl App {
                 "disasm" => self
                     .report("disasm", Some(&selection), config)
                     .map(|t| preformatted(&t, true)),
+                "timeline" => self
+                    .session
+                    .timeline_json(config, TIMELINE_COLUMNS, HEAT_ROWS)
+                    .map(|json| timeline(&json)),
                 _ => unreachable!("routes are checked"),
             };
             match result {
@@ -603,6 +617,31 @@ impl App {
                 format!("{} {unit}", profile.period)
             };
             let _ = write!(html, "<span>Period: {}</span>", escape(&period));
+        } else if self.span.is_some() {
+            // perf's frequency mode (-F) records no fixed period.
+            html.push_str("<span>Period: not fixed (each sample has its own)</span>");
+        }
+        // The duration the sample times cover, and the time range shown.
+        if let Some(span) = self.span {
+            use cpuprof_report::time::offset_text;
+            let _ = write!(
+                html,
+                "<span id=\"duration\">Duration: {}</span>",
+                offset_text(span.duration() / 1000 * 1000)
+            );
+            let range = match config.time_range("time") {
+                Ok(Some(r)) => format!(
+                    "{} to {}",
+                    offset_text(r.start),
+                    r.end.map_or_else(|| "the end".to_string(), offset_text)
+                ),
+                _ => "the whole profile".to_string(),
+            };
+            let _ = write!(
+                html,
+                "<span id=\"time-range\">Time range: {}</span>",
+                escape(&range)
+            );
         }
         let filters: Vec<String> = config
             .changed()
@@ -686,6 +725,23 @@ fn only_file(listing: &[u8], file: Option<&str>) -> Vec<u8> {
         }
     }
     out.into_bytes()
+}
+
+/// The timeline view: the data its script draws (the tracks and the
+/// heat map, [`Session::timeline_json`]) and the places it draws them.
+fn timeline(json: &str) -> String {
+    format!(
+        "<script type=\"application/json\" id=\"timeline-data\">{json}</script>\
+         <p class=\"summary\" id=\"timeline-help\">Each thread's CPU activity over time; \
+         the samples of the focused function (Refine → Focus, or Search and Enter) in a darker \
+         colour. Drag over a track or the heat map to select a time range: every view then \
+         shows it (Back undoes).</p>\
+         <section aria-label=\"Threads\"><h2>Threads</h2><div id=\"tracks\"></div></section>\
+         <section aria-label=\"Subsecond heat map\"><h2>Subsecond heat map</h2>\
+         <p class=\"summary\" id=\"heat-help\"></p><div id=\"heat-pane\"><canvas id=\"heat\" \
+         aria-label=\"Subsecond heat map: columns are seconds, rows offsets within the second\">\
+         </canvas></div></section>"
+    )
 }
 
 /// The SVG document without its XML declaration, in its pane.

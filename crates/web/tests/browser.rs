@@ -10,32 +10,9 @@ mod common;
 
 use std::process::Command;
 
-use common::{cpuprof_binary, report_rows, shares, spin, text_rows, Server};
-use cpuprof_testkit::{peers_required, repo_root, run_stdout};
+use common::{browser_available, cpuprof_binary, report_rows, shares, spin, text_rows, Server};
+use cpuprof_testkit::{repo_root, run_stdout};
 use serde_json::Value;
-
-/// Python with Playwright, and Chromium; None (skip) when missing, unless
-/// CPUPROF_REQUIRE_PEERS is set (then a panic).
-fn browser_available() -> bool {
-    let chromium = std::path::Path::new("/usr/bin/chromium").exists();
-    let playwright = Command::new("python3")
-        .args(["-c", "import playwright.sync_api"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if chromium && playwright {
-        return true;
-    }
-    let missing = if chromium {
-        "playwright (python3)"
-    } else {
-        "/usr/bin/chromium"
-    };
-    if peers_required() {
-        panic!("{missing} is missing: run scripts/install-peers");
-    }
-    eprintln!("skipped: {missing} is missing (scripts/install-peers installs it)");
-    false
-}
 
 #[test]
 fn every_view_in_chromium() {

@@ -11,44 +11,9 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{report_rows, spin, text_rows, Server};
-use cpuprof_testkit::{peers_required, repo_root};
+use common::{puppeteer_modules, report_rows, spin, text_rows, Server};
+use cpuprof_testkit::repo_root;
 use serde_json::Value;
-
-const FIREFOX: &str = "/usr/bin/firefox-esr";
-
-/// Node's global modules (where scripts/install-peers puts puppeteer-core),
-/// when firefox-esr, node and puppeteer-core are all there; None (skip)
-/// otherwise, unless CPUPROF_REQUIRE_PEERS is set (then a panic).
-fn puppeteer_modules() -> Option<String> {
-    let root = Command::new("npm")
-        .args(["root", "-g"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
-    let puppeteer = root.as_ref().is_some_and(|root| {
-        Command::new("node")
-            .args(["-e", "require('puppeteer-core')"])
-            .env("NODE_PATH", root)
-            .output()
-            .is_ok_and(|o| o.status.success())
-    });
-    let firefox = std::path::Path::new(FIREFOX).exists();
-    if firefox && puppeteer {
-        return root;
-    }
-    let missing = if firefox {
-        "puppeteer-core (node, npm -g)"
-    } else {
-        FIREFOX
-    };
-    if peers_required() {
-        panic!("{missing} is missing: run scripts/install-peers");
-    }
-    eprintln!("skipped: {missing} is missing (scripts/install-peers installs it)");
-    None
-}
 
 #[test]
 fn every_view_in_firefox() {

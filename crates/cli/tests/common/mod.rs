@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
-use cpuprof_testkit::{require_tool, run_stdout};
+use cpuprof_testkit::run_stdout;
 
 pub mod tmux;
 
@@ -97,35 +97,6 @@ pub fn start_under_agent_endpoint(program: &Path, args: &[&str]) -> Option<(Chil
     let _ = child.kill();
     let _ = child.wait();
     None
-}
-
-/// Whether `perf record` works here (perf installed, its event allowed);
-/// prints why a test is skipped when not, and fails on any other error.
-pub fn perf_works(dir: &Path) -> bool {
-    if !require_tool("perf") {
-        return false;
-    }
-    let out = Command::new("perf")
-        .args(["record", "-q", "-e", "cpu-clock", "-o"])
-        .arg(dir.join("probe.data"))
-        .args(["--", "true"])
-        .output()
-        .expect("perf runs");
-    if out.status.success() {
-        return true;
-    }
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    if stderr.contains("perf_event_open")
-        || stderr.contains("Permission denied")
-        || stderr.contains("No permission")
-        || stderr.contains("not supported")
-    {
-        eprintln!(
-            "SKIPPED: perf record cannot open its event here (perf_event_open refused): {stderr}"
-        );
-        return false;
-    }
-    panic!("perf record failed: {stderr}");
 }
 
 /// `cpuprof report --http=127.0.0.1: INPUTS` serving its web UI on a free

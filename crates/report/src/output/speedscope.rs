@@ -6,9 +6,9 @@
 //!   frames of their own, the profiler's frames removed, the filters
 //!   applied), shared by every profile (`shared.frames`: name, and the
 //!   source file and line when known), in order of first use.
-//! - Threads are told apart by their labels: `tid` and `thread_comm`
-//!   (perf.data, `perf_to_profile`) or `thread_id` and `thread_name` (the
-//!   cpuprof agent), within processes (`pid`, named by `comm`). A profile
+//! - Threads are told apart and named as [`crate::threads`] reads their
+//!   labels (the one reading the timelines share), within processes
+//!   (`pid`, named by `comm`). A profile
 //!   is named `NAME (tid TID)`, prefixed by `COMM (pid PID): ` when the
 //!   samples come from several processes; samples without thread labels
 //!   go to one profile of their own. Profiles are in order of process and
@@ -26,24 +26,15 @@ use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
-use cpuprof_profile::{LabelValue, Sample};
 use rustc_hash::FxHashMap;
 
 use crate::escape::push_json_string;
 use crate::stacks::{FrameId, Stacks};
+use crate::threads::{thread_of, SampleThread, ThreadKey};
 
 /// The schema the file declares (speedscope checks it to recognize the
 /// format).
 pub const SCHEMA: &str = "https://www.speedscope.app/file-format-schema.json";
-
-/// A thread as its labels name it; the key profiles are grouped by.
-#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
-struct ThreadKey {
-    pid: Option<i64>,
-    tid: Option<i64>,
-    /// Only when there is no tid: the thread's name is then its identity.
-    untracked_name: Option<String>,
-}
 
 /// One thread's profile under construction.
 #[derive(Default)]
@@ -54,33 +45,11 @@ struct Thread {
     /// The time of the sample that gave `name`.
     named_at: Option<i64>,
     process: Option<String>,
+    tid: Option<i64>,
     /// (time, position in the profile, stack (an index into the distinct
     /// stacks), weight).
     samples: Vec<(Option<i64>, usize, u32, i64)>,
     total: i64,
-}
-
-/// A label's value as a number (the agent writes ids as strings).
-fn number(value: &LabelValue) -> Option<i64> {
-    match value {
-        LabelValue::Num { value, .. } => Some(*value),
-        LabelValue::Str(s) => s.trim().parse().ok(),
-    }
-}
-
-/// A label's value as text.
-fn text(value: &LabelValue) -> Option<String> {
-    match value {
-        LabelValue::Str(s) if !s.is_empty() => Some(s.clone()),
-        LabelValue::Str(_) => None,
-        LabelValue::Num { value, .. } => Some(value.to_string()),
-    }
-}
-
-/// The first label of `sample` among `keys` (in the order of `keys`).
-fn label<'s>(sample: &'s Sample, keys: &[&str]) -> Option<&'s LabelValue> {
-    keys.iter()
-        .find_map(|k| sample.labels.iter().find(|l| l.key == *k).map(|l| &l.value))
 }
 
 /// speedscope's unit for a sample type's unit (`none` for counts and
@@ -125,17 +94,9 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
         } else {
             untimed += 1;
         }
-        let tid = label(sample, &["tid", "thread_id"]).and_then(number);
-        let thread_name = label(sample, &["thread_comm", "thread_name"]).and_then(text);
-        let key = ThreadKey {
-            pid: label(sample, &["pid"]).and_then(number),
-            tid,
-            untracked_name: if tid.is_none() {
-                thread_name.clone()
-            } else {
-                None
-            },
-        };
+        let sample_thread = thread_of(sample);
+        let thread_name = sample_thread.name.map(str::to_string);
+        let key = sample_thread.key();
         // Distinct stacks are kept once (a long recording repeats them).
         stack.clear();
         stack.extend(frames.iter().rev().map(|&f| {
@@ -167,8 +128,9 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
             }
         }
         if thread.process.is_none() {
-            thread.process = label(sample, &["comm"]).and_then(text);
+            thread.process = sample_thread.process_label();
         }
+        thread.tid = sample_thread.tid;
         thread.total = thread.total.saturating_add(value);
         thread.samples.push((time, i, stack_id, value));
     }
@@ -196,7 +158,13 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
     }
 
     let processes = {
-        let mut pids: Vec<Option<i64>> = threads.keys().map(|k| k.pid).collect();
+        let mut pids: Vec<Option<i64>> = threads
+            .keys()
+            .map(|k| match k {
+                ThreadKey::Id { pid, .. } => *pid,
+                ThreadKey::Name(_) => None,
+            })
+            .collect();
         pids.dedup();
         pids.len()
     };
@@ -238,25 +206,24 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, name: &str) -> io::Result<Vec
     s.push_str("]},\"profiles\":[");
     let unit = unit(&stacks.sample_type.unit);
     let only_one = threads.len() == 1;
-    for (n, (key, thread)) in threads.iter_mut().enumerate() {
+    for (n, thread) in threads.values_mut().enumerate() {
         if n > 0 {
             s.push(',');
         }
-        let mut title = match (&thread.name, key.tid) {
-            (Some(name), Some(tid)) => format!("{name} (tid {tid})"),
-            (None, Some(tid)) => format!("tid {tid}"),
-            (Some(name), None) => name.clone(),
+        let mut title = match (&thread.name, thread.tid) {
             (None, None) if only_one => name.to_string(),
             (None, None) => "samples without a thread".to_string(),
+            (name, tid) => SampleThread {
+                name: name.as_deref(),
+                tid,
+                ..Default::default()
+            }
+            .label(),
         };
         if processes > 1 {
-            let process = match (&thread.process, key.pid) {
-                (Some(comm), Some(pid)) => format!("{comm} (pid {pid}): "),
-                (None, Some(pid)) => format!("pid {pid}: "),
-                (Some(comm), None) => format!("{comm}: "),
-                (None, None) => String::new(),
-            };
-            title.insert_str(0, &process);
+            if let Some(process) = &thread.process {
+                title.insert_str(0, &format!("{process}: "));
+            }
         }
         // Timed samples by time, then the untimed ones; the profile's
         // order among equals.

@@ -2,21 +2,24 @@
 //! CPU activity over time drawn with the block characters `▁▂▃▄▅▆▇█` in
 //! fixed-width columns, from each kept sample's time ([`crate::time`]).
 //!
-//! A thread is named by its `thread_name` label (the agent; id in
-//! `thread_id`), else `thread_comm` (perf.data; id in `tid`), else `comm`
-//! (`perf script` text). With a regex, each
+//! Threads are named as [`crate::threads`] reads their labels, and the
+//! columns summed by [`Activity::build`]. With a regex, each
 //! thread has a second line below its own: the samples whose stack holds
 //! a frame matching it, drawn on the same scale.
 
 use std::io::{self, Write};
 
-use cpuprof_profile::{LabelValue, Sample};
 use regex::Regex;
-use rustc_hash::FxHashMap;
 
+use crate::activity::{Activity, ActivityOptions};
 use crate::measure;
 use crate::stacks::Stacks;
 use crate::time::{offset_text, sample_time};
+
+/// What every timeline says, in one line, of a profile without sample
+/// times.
+pub const NO_TIMES: &str =
+    "no sample times (timestamp_ns labels): no timeline (gperftools-format profiles have none)";
 
 /// The eight levels of a column, lowest first; an idle column is a space.
 pub const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -42,14 +45,6 @@ pub struct TimelineOptions<'a> {
     pub highlight: Option<&'a Regex>,
 }
 
-/// One thread's line (and its highlighted line).
-struct Track {
-    label: String,
-    first: i64,
-    columns: Vec<i64>,
-    matching: Vec<i64>,
-}
-
 /// Writes the timeline of `stacks` (the kept samples, every filter
 /// applied); `profile_name` names the inputs in the one line written when
 /// no sample has a time.
@@ -60,16 +55,18 @@ pub fn write(
     profile_name: &str,
 ) -> io::Result<()> {
     let width = options.width.max(1);
-    let mut last: Option<i64> = None;
-    let mut any_time = false;
-    for i in 0..stacks.len() {
-        if let Some(t) = sample_time(stacks.sample(i)) {
-            any_time = true;
-            let offset = t.saturating_sub(options.origin);
-            last = Some(last.map_or(offset, |l| l.max(offset)));
-        }
-    }
-    if !any_time {
+    let activity = Activity::build(
+        stacks,
+        &ActivityOptions {
+            origin: options.origin,
+            from: options.from,
+            to: options.to,
+            columns: width,
+            highlight: options.highlight,
+            heat_rows: 0,
+        },
+    );
+    let Some(activity) = activity else {
         let has_times = stacks
             .profile()
             .samples
@@ -81,91 +78,15 @@ pub fn write(
                 "{profile_name}: no sample in the time range and filters"
             )?;
         } else {
-            writeln!(
-                out,
-                "{profile_name}: no sample times (timestamp_ns labels): no timeline (gperftools-format profiles have none)"
-            )?;
+            writeln!(out, "{profile_name}: {NO_TIMES}")?;
         }
         return Ok(());
-    }
-    let from = options.from;
-    let (to, column_ns) = match options.to {
-        // A range's end: its columns split it (to the nanosecond).
-        Some(to) => {
-            let to = to.max(from + 1);
-            (to, (to - from + width as i64 - 1) / width as i64)
-        }
-        // Just after the last sample, each column's span rounded up to
-        // two significant digits (34ms, not 33.389938ms).
-        None => {
-            let span = last.unwrap_or(from).saturating_add(1).max(from + 1) - from;
-            let column_ns = round_up_2_digits((span + width as i64 - 1) / width as i64);
-            (
-                from.saturating_add(column_ns.saturating_mul(width as i64)),
-                column_ns,
-            )
-        }
     };
+    let (from, to, column_ns) = (activity.from, activity.to, activity.column_ns);
     let span = to - from;
-    let mut tracks: Vec<Track> = Vec::new();
-    let mut index: FxHashMap<(String, i64), usize> = FxHashMap::default();
-    let mut matches: FxHashMap<crate::FrameId, bool> = FxHashMap::default();
-    let mut frames = Vec::new();
-    for i in 0..stacks.len() {
-        let sample = stacks.sample(i);
-        let Some(t) = sample_time(sample) else {
-            continue;
-        };
-        let offset = t.saturating_sub(options.origin);
-        if offset < from || offset >= to {
-            continue;
-        }
-        let column = (((offset - from) / column_ns) as usize).min(width - 1);
-        let value = stacks.value(i);
-        let key = thread_of(sample);
-        let n = tracks.len();
-        let track = *index.entry(key.clone()).or_insert(n);
-        if track == n {
-            tracks.push(Track {
-                label: thread_label(&key),
-                first: offset,
-                columns: vec![0; width],
-                matching: vec![0; width],
-            });
-        }
-        let track = &mut tracks[track];
-        track.first = track.first.min(offset);
-        track.columns[column] += value;
-        if let Some(re) = options.highlight {
-            stacks.expand(i, &mut frames);
-            let hit = frames.iter().any(|&f| {
-                *matches
-                    .entry(f)
-                    .or_insert_with(|| re.is_match(&stacks.frame(f).name))
-            });
-            if hit {
-                track.matching[column] += value;
-            }
-        }
-    }
-    tracks.sort_by(|a, b| a.first.cmp(&b.first).then_with(|| a.label.cmp(&b.label)));
-
+    let tracks = &activity.tracks;
     let unit = &stacks.sample_type.unit;
-    // Time values: a column full is one CPU busy for the whole column;
-    // other values: the busiest column is full.
-    let is_time = measure::is_scaled_unit(unit) && measure::scale(1, unit, "ns").1 == "ns";
-    let full = if is_time {
-        let (ns_per_unit, _) = measure::scale(1, unit, "ns");
-        (column_ns as f64 / ns_per_unit).max(1.0)
-    } else {
-        tracks
-            .iter()
-            .flat_map(|t| t.columns.iter())
-            .copied()
-            .max()
-            .unwrap_or(1)
-            .max(1) as f64
-    };
+    let (full, is_time) = full_column(&activity, unit);
     let label = |v: i64| measure::scaled_label(v, unit, "auto");
     writeln!(
         out,
@@ -202,9 +123,9 @@ pub fn write(
         axis_right,
         pad = (width + 2).saturating_sub(axis_left.chars().count())
     )?;
-    for track in &tracks {
+    for track in tracks {
         let name: String = track.label.chars().take(name_width).collect();
-        let total: i64 = track.columns.iter().sum();
+        let total = track.total();
         writeln!(
             out,
             "{name:name_width$} {:>9} |{}|",
@@ -225,14 +146,111 @@ pub fn write(
     Ok(())
 }
 
-/// `n` rounded up to its two most significant digits (33_389_938 →
-/// 34_000_000).
-fn round_up_2_digits(n: i64) -> i64 {
-    let mut scale = 1i64;
-    while n / scale >= 100 {
-        scale *= 10;
+/// The value of a full column, and whether it is one CPU busy for the
+/// whole column (values of time), else the busiest column's.
+fn full_column(activity: &Activity, unit: &str) -> (f64, bool) {
+    let is_time = measure::is_scaled_unit(unit) && measure::scale(1, unit, "ns").1 == "ns";
+    if is_time {
+        let (ns_per_unit, _) = measure::scale(1, unit, "ns");
+        return ((activity.column_ns as f64 / ns_per_unit).max(1.0), true);
     }
-    ((n + scale - 1) / scale) * scale
+    let busiest = activity
+        .tracks
+        .iter()
+        .flat_map(|t| t.columns.iter())
+        .copied()
+        .max()
+        .unwrap_or(1)
+        .max(1);
+    (busiest as f64, false)
+}
+
+/// What the web UI's timeline page draws, as JSON: the columns of
+/// `activity` (its tracks and heat map), the value of a full column, the
+/// unit, the selected `range` (offsets in ns; the end `null` when open),
+/// the `highlight` regex, and `period` (the profile's sampling period, as
+/// text).
+pub struct TimelineJson<'a> {
+    /// The activity drawn.
+    pub activity: &'a Activity,
+    /// The sample type's unit.
+    pub unit: &'a str,
+    /// The selected time range.
+    pub range: Option<(i64, Option<i64>)>,
+    /// The highlighted functions' regex.
+    pub highlight: Option<&'a str>,
+}
+
+/// Writes [`TimelineJson`] (its strings escaped to sit in an HTML
+/// `<script>` element).
+pub fn write_json(out: &mut String, timeline: &TimelineJson) {
+    use crate::escape::push_json_string;
+    use std::fmt::Write as _;
+    let activity = timeline.activity;
+    let (full, is_time) = full_column(activity, timeline.unit);
+    let numbers = |out: &mut String, values: &[i64]| {
+        out.push('[');
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            let _ = write!(out, "{v}");
+        }
+        out.push(']');
+    };
+    let _ = write!(
+        out,
+        "{{\"from\":{},\"to\":{},\"column_ns\":{},\"last\":{},\"full\":{},\"full_is_one_cpu\":{is_time},\"unit\":",
+        activity.from, activity.to, activity.column_ns, activity.last, full
+    );
+    push_json_string(out, timeline.unit, true);
+    out.push_str(",\"range\":");
+    match timeline.range {
+        Some((start, end)) => {
+            let _ = write!(out, "[{start},");
+            match end {
+                Some(end) => {
+                    let _ = write!(out, "{end}]");
+                }
+                None => out.push_str("null]"),
+            }
+        }
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"highlight\":");
+    match timeline.highlight {
+        Some(re) => push_json_string(out, re, true),
+        None => out.push_str("null"),
+    }
+    out.push_str(",\"tracks\":[");
+    for (i, track) in activity.tracks.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str("{\"label\":");
+        push_json_string(out, &track.label, true);
+        let _ = write!(out, ",\"total\":{},\"columns\":", track.total());
+        numbers(out, &track.columns);
+        out.push_str(",\"matching\":");
+        numbers(out, &track.matching);
+        out.push('}');
+    }
+    out.push_str("],\"heat\":");
+    match &activity.heat {
+        Some(heat) => {
+            let _ = write!(
+                out,
+                "{{\"seconds\":{},\"rows\":{},\"row_ns\":{},\"cells\":",
+                heat.seconds, heat.rows, heat.row_ns
+            );
+            numbers(out, &heat.cells);
+            out.push_str(",\"matching\":");
+            numbers(out, &heat.matching);
+            out.push('}');
+        }
+        None => out.push_str("null"),
+    }
+    out.push('}');
 }
 
 /// The block character of each column, `full` being the top one.
@@ -248,43 +266,6 @@ fn bars(columns: &[i64], full: f64) -> String {
             }
         })
         .collect()
-}
-
-/// The label keys that name a thread, best first: the agent's, perf.data's
-/// thread name, `perf script`'s command name.
-const THREAD_NAME_KEYS: [&str; 3] = ["thread_name", "thread_comm", "comm"];
-
-/// The thread of a sample: its name (the first of [`THREAD_NAME_KEYS`] it
-/// has) and id (`thread_id`, else `tid`; -1 when none).
-fn thread_of(sample: &Sample) -> (String, i64) {
-    let mut name = String::new();
-    let mut name_rank = THREAD_NAME_KEYS.len();
-    let mut id = -1;
-    for label in &sample.labels {
-        match (&label.value, label.key.as_str()) {
-            (LabelValue::Str(s), key) => {
-                if let Some(rank) = THREAD_NAME_KEYS.iter().position(|k| *k == key) {
-                    if rank < name_rank {
-                        name_rank = rank;
-                        name = s.clone();
-                    }
-                }
-            }
-            (LabelValue::Num { value, .. }, "thread_id") => id = *value,
-            (LabelValue::Num { value, .. }, "tid") if id < 0 => id = *value,
-            _ => {}
-        }
-    }
-    (name, id)
-}
-
-fn thread_label((name, id): &(String, i64)) -> String {
-    match (name.is_empty(), *id >= 0) {
-        (false, true) => format!("{name} ({id})"),
-        (false, false) => name.clone(),
-        (true, true) => format!("tid {id}"),
-        (true, false) => "(no thread)".to_string(),
-    }
 }
 
 /// The level (0 for an idle column, 1 to 8) of each column of a line
@@ -311,7 +292,7 @@ pub fn levels(line: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cpuprof_profile::{Label, ProfileBuilder, ValueType};
+    use cpuprof_profile::{Label, LabelValue, ProfileBuilder, Sample, ValueType};
 
     fn num(key: &str, value: i64) -> Label {
         Label {
@@ -367,42 +348,6 @@ mod tests {
             ),
             "{text}"
         );
-    }
-
-    #[test]
-    fn threads_are_named_by_the_best_label() {
-        let text = |key: &str, value: &str| Label {
-            key: key.into(),
-            value: LabelValue::Str(value.into()),
-        };
-        let sample = |labels| Sample {
-            locations: vec![],
-            values: vec![1],
-            labels,
-        };
-        let perf = sample(vec![
-            text("comm", "app"),
-            text("thread_comm", "worker"),
-            num("tid", 9),
-        ]);
-        assert_eq!(thread_of(&perf), ("worker".to_string(), 9));
-        let script = sample(vec![num("tid", 9), text("comm", "app")]);
-        assert_eq!(thread_label(&thread_of(&script)), "app (9)");
-        let agent = sample(vec![
-            text("thread_name", "io"),
-            num("thread_id", 4),
-            num("tid", 5),
-        ]);
-        assert_eq!(thread_label(&thread_of(&agent)), "io (4)");
-        assert_eq!(thread_label(&thread_of(&sample(vec![]))), "(no thread)");
-    }
-
-    #[test]
-    fn column_spans_round_up() {
-        assert_eq!(round_up_2_digits(33_389_938), 34_000_000);
-        assert_eq!(round_up_2_digits(99), 99);
-        assert_eq!(round_up_2_digits(101), 110);
-        assert_eq!(round_up_2_digits(1), 1);
     }
 
     #[test]

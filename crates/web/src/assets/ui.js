@@ -188,6 +188,7 @@
   if (view === 'top') setUpTop();
   else if (view === 'graph') setUpGraph();
   else if (view === 'flamegraph') setUpFlame();
+  else if (view === 'timeline') setUpTimeline();
   else setUpText();
   updateLinks();
 
@@ -339,5 +340,230 @@
     highlight = function (re) {
       lines.forEach(function (l) { l.classList.toggle('match', !!re && re.test(l.textContent)); });
     };
+  }
+  // The timeline: the server's columns (#timeline-data) drawn on
+  // canvases, one track per thread and the subsecond heat map. Dragging
+  // over either selects a time range: the URL's t= (a navigation, so Back
+  // undoes it), which every view honours.
+  function setUpTimeline() {
+    var script = document.getElementById('timeline-data');
+    if (!script) return;
+    var data = JSON.parse(script.textContent);
+    var css = getComputedStyle(document.documentElement);
+    var colour = function (name) { return css.getPropertyValue(name).trim(); };
+    var SECOND = 1e9;
+    var span = data.to - data.from;
+    var range = data.range;
+
+    // An offset in ns as the t= setting reads it (µs precision).
+    function offsetText(ns) {
+      var us = Math.max(0, Math.round(ns / 1000));
+      if (us % 1000000 === 0) return (us / 1000000) + 's';
+      return (us / 1000).toFixed(3).replace(/\.?0+$/, '') + 'ms';
+    }
+    function select(start, end) {
+      if (end <= start) return;
+      var p = new URLSearchParams(params);
+      p.set('t', offsetText(start) + ':' + offsetText(end));
+      navigate(view, p);
+    }
+    function clearRange() {
+      var p = new URLSearchParams(params);
+      p.delete('t');
+      navigate(view, p);
+    }
+
+    // Tracks.
+    var box = document.getElementById('tracks');
+    var canvases = [];
+    var TRACK_HEIGHT = 34;
+    data.tracks.forEach(function (track) {
+      var row = document.createElement('div');
+      row.className = 'track';
+      var label = document.createElement('div');
+      label.className = 'track-label';
+      label.textContent = track.label;
+      label.title = track.label;
+      var canvas = document.createElement('canvas');
+      canvas.setAttribute('role', 'img');
+      canvas.setAttribute('aria-label', 'CPU activity of ' + track.label + ' over time');
+      row.appendChild(label);
+      row.appendChild(canvas);
+      box.appendChild(row);
+      canvases.push({ canvas: canvas, track: track });
+    });
+    var axis = document.createElement('div');
+    axis.className = 'track axis';
+    axis.innerHTML = '<div class="track-label"></div><canvas aria-hidden="true"></canvas>';
+    box.appendChild(axis);
+    var axisCanvas = axis.querySelector('canvas');
+    if (range) {
+      var clear = document.createElement('button');
+      clear.type = 'button';
+      clear.id = 'whole';
+      clear.textContent = 'Whole profile';
+      clear.addEventListener('click', clearRange);
+      document.getElementById('timeline-help').appendChild(clear);
+    }
+
+    function sized(canvas, height) {
+      var ratio = window.devicePixelRatio || 1;
+      var width = canvas.clientWidth || 600;
+      canvas.width = Math.round(width * ratio);
+      canvas.height = Math.round(height * ratio);
+      canvas.style.height = height + 'px';
+      var g = canvas.getContext('2d');
+      g.setTransform(ratio, 0, 0, ratio, 0, 0);
+      return { g: g, width: width, height: height };
+    }
+    function xOf(offset, width) { return (offset - data.from) / span * width; }
+    function drawRange(c, start, end) {
+      if (start === null) return;
+      var x0 = xOf(start, c.width), x1 = xOf(end, c.width);
+      c.g.fillStyle = colour('--selected');
+      c.g.globalAlpha = 0.45;
+      c.g.fillRect(x0, 0, Math.max(1, x1 - x0), c.height);
+      c.g.globalAlpha = 1;
+    }
+    function rangeEnd() { return range[1] === null ? data.to : range[1]; }
+    function drawTracks(dragged) {
+      var n = data.tracks.length ? data.tracks[0].columns.length : 0;
+      canvases.forEach(function (t) {
+        var c = sized(t.canvas, TRACK_HEIGHT);
+        if (range) drawRange(c, range[0], rangeEnd());
+        if (dragged) drawRange(c, dragged[0], dragged[1]);
+        var w = c.width / n;
+        for (var i = 0; i < n; i++) {
+          var v = t.track.columns[i];
+          if (v <= 0) continue;
+          var h = Math.max(1, Math.min(1, v / data.full) * (c.height - 2));
+          c.g.fillStyle = colour('--activity');
+          c.g.fillRect(i * w, c.height - h, Math.max(w, 0.5), h);
+          var m = t.track.matching[i];
+          if (m > 0) {
+            var hm = Math.max(1, Math.min(1, m / data.full) * (c.height - 2));
+            c.g.fillStyle = colour('--activity-match');
+            c.g.fillRect(i * w, c.height - hm, Math.max(w, 0.5), hm);
+          }
+        }
+      });
+      // The axis: a tick each step, labelled with its offset.
+      var a = sized(axisCanvas, 18);
+      var steps = [1e6, 2e6, 5e6, 1e7, 2e7, 5e7, 1e8, 2e8, 5e8, 1e9, 2e9, 5e9, 1e10, 3e10, 6e10, 1.2e11, 3e11, 6e11, 1.8e12, 3.6e12];
+      var step = steps[steps.length - 1];
+      for (var k = 0; k < steps.length; k++) {
+        if (span / steps[k] <= Math.max(2, a.width / 90)) { step = steps[k]; break; }
+      }
+      a.g.fillStyle = colour('--muted');
+      a.g.font = '11px system-ui, sans-serif';
+      for (var t = Math.ceil(data.from / step) * step; t <= data.to; t += step) {
+        var x = xOf(t, a.width);
+        a.g.fillRect(x, 0, 1, 5);
+        var text = offsetText(t);
+        a.g.fillText(text, Math.min(x + 2, a.width - a.g.measureText(text).width), 15);
+      }
+    }
+
+    // Heat map: a column per second, a row per slice of it; darker is
+    // busier.
+    var heat = data.heat;
+    var heatCanvas = document.getElementById('heat');
+    var cellW = 0, cellH = 6;
+    function drawHeat(dragged) {
+      if (!heat || heat.seconds === 0) return;
+      var pane = document.getElementById('heat-pane');
+      cellW = Math.max(3, Math.min(28, Math.floor((pane.clientWidth - 4) / heat.seconds)));
+      heatCanvas.style.width = (cellW * heat.seconds) + 'px';
+      var c = sized(heatCanvas, cellH * heat.rows);
+      var max = 0;
+      for (var i = 0; i < heat.cells.length; i++) max = Math.max(max, heat.cells[i]);
+      var useMatching = data.highlight !== null;
+      var maxMatching = 0;
+      if (useMatching) for (var j = 0; j < heat.matching.length; j++) maxMatching = Math.max(maxMatching, heat.matching[j]);
+      var lo = range ? range[0] : null, hi = range ? rangeEnd() : null;
+      if (dragged) { lo = dragged[0]; hi = dragged[1]; }
+      for (var s = 0; s < heat.seconds; s++) {
+        for (var r = 0; r < heat.rows; r++) {
+          var cell = s * heat.rows + r;
+          var v = heat.cells[cell];
+          var start = s * SECOND + r * heat.row_ns;
+          var inRange = lo !== null && start + heat.row_ns > lo && start < hi;
+          if (v > 0) {
+            var f = Math.sqrt(v / max);
+            var light = 96 - 58 * f;
+            c.g.fillStyle = 'hsl(' + (40 - 40 * f) + ', 95%, ' + light + '%)';
+            if (useMatching && heat.matching[cell] > 0) {
+              c.g.fillStyle = 'hsl(270, 70%, ' + (85 - 45 * Math.sqrt(heat.matching[cell] / maxMatching)) + '%)';
+            }
+            c.g.fillRect(s * cellW, r * cellH, cellW - 1, cellH - 1);
+          }
+          if (inRange) {
+            c.g.strokeStyle = colour('--accent');
+            c.g.strokeRect(s * cellW + 0.5, r * cellH + 0.5, cellW - 2, cellH - 2);
+          }
+        }
+      }
+    }
+    if (heat) {
+      document.getElementById('heat-help').textContent = 'Columns: seconds 0 to ' + heat.seconds +
+        '; rows: ' + offsetText(heat.row_ns) + ' slices of each second, from its start at the top. ' +
+        'Work that comes back each second lines up in a row. Drag from one cell to another to select the time between them.';
+    }
+
+    function draw(dragged) {
+      drawTracks(dragged);
+      drawHeat(dragged);
+    }
+    draw(null);
+    window.addEventListener('resize', function () { draw(null); });
+
+    // Dragging over a track.
+    var drag = null;
+    function trackOffset(ev, canvas) {
+      var r = canvas.getBoundingClientRect();
+      var f = Math.max(0, Math.min(1, (ev.clientX - r.left) / r.width));
+      return data.from + f * span;
+    }
+    function heatOffset(ev, end) {
+      var r = heatCanvas.getBoundingClientRect();
+      var s = Math.max(0, Math.min(heat.seconds - 1, Math.floor((ev.clientX - r.left) / cellW)));
+      var row = Math.max(0, Math.min(heat.rows - 1, Math.floor((ev.clientY - r.top) / cellH)));
+      return s * SECOND + (row + (end ? 1 : 0)) * heat.row_ns;
+    }
+    function dragged() {
+      if (!drag) return null;
+      if (drag.heat) {
+        return drag.a <= drag.b ? [drag.a, drag.b + heat.row_ns] : [drag.b, drag.a + heat.row_ns];
+      }
+      return [Math.min(drag.a, drag.b), Math.max(drag.a, drag.b)];
+    }
+    canvases.forEach(function (t) {
+      t.canvas.addEventListener('mousedown', function (ev) {
+        ev.preventDefault();
+        var at = trackOffset(ev, t.canvas);
+        drag = { heat: false, canvas: t.canvas, a: at, b: at, x: ev.clientX };
+      });
+    });
+    heatCanvas.addEventListener('mousedown', function (ev) {
+      if (!heat) return;
+      ev.preventDefault();
+      var at = heatOffset(ev, false);
+      drag = { heat: true, a: at, b: at, x: ev.clientX };
+    });
+    window.addEventListener('mousemove', function (ev) {
+      if (!drag) return;
+      drag.b = drag.heat ? heatOffset(ev, false) : trackOffset(ev, drag.canvas);
+      draw(dragged());
+    });
+    window.addEventListener('mouseup', function (ev) {
+      if (!drag) return;
+      var d = dragged();
+      var heatDrag = drag.heat, moved = Math.abs(ev.clientX - drag.x) > 3;
+      drag = null;
+      // A click on a track is no selection; a click on a heat-map cell
+      // selects that cell.
+      if (heatDrag || moved) select(d[0], d[1]);
+      else draw(null);
+    });
   }
 })();

@@ -12,7 +12,8 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use cpuprof_testkit::{
-    build_spin, compile, gcc_and_libprofiler, profile_with_libprofiler, repo_root, TempDir,
+    build_spin, compile, gcc_and_libprofiler, peers_required, profile_with_libprofiler, repo_root,
+    TempDir,
 };
 
 /// spin and its profile (1 s of CPU).
@@ -357,4 +358,92 @@ pub fn rss_kib(pid: u32) -> u64 {
         .find_map(|l| l.strip_prefix("VmRSS:"))
         .and_then(|v| v.split_whitespace().next()?.parse().ok())
         .unwrap_or(0)
+}
+
+/// Python with Playwright, and Chromium; None (skip) when missing, unless
+/// CPUPROF_REQUIRE_PEERS is set (then a panic).
+pub fn browser_available() -> bool {
+    let chromium = std::path::Path::new("/usr/bin/chromium").exists();
+    let playwright = Command::new("python3")
+        .args(["-c", "import playwright.sync_api"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if chromium && playwright {
+        return true;
+    }
+    let missing = if chromium {
+        "playwright (python3)"
+    } else {
+        "/usr/bin/chromium"
+    };
+    if peers_required() {
+        panic!("{missing} is missing: run scripts/install-peers");
+    }
+    eprintln!("skipped: {missing} is missing (scripts/install-peers installs it)");
+    false
+}
+
+pub const FIREFOX: &str = "/usr/bin/firefox-esr";
+
+/// Node's global modules (where scripts/install-peers puts puppeteer-core),
+/// when firefox-esr, node and puppeteer-core are all there; None (skip)
+/// otherwise, unless CPUPROF_REQUIRE_PEERS is set (then a panic).
+pub fn puppeteer_modules() -> Option<String> {
+    let root = Command::new("npm")
+        .args(["root", "-g"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
+    let puppeteer = root.as_ref().is_some_and(|root| {
+        Command::new("node")
+            .args(["-e", "require('puppeteer-core')"])
+            .env("NODE_PATH", root)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    });
+    let firefox = std::path::Path::new(FIREFOX).exists();
+    if firefox && puppeteer {
+        return root;
+    }
+    let missing = if firefox {
+        "puppeteer-core (node, npm -g)"
+    } else {
+        FIREFOX
+    };
+    if peers_required() {
+        panic!("{missing} is missing: run scripts/install-peers");
+    }
+    eprintln!("skipped: {missing} is missing (scripts/install-peers installs it)");
+    None
+}
+
+/// Runs a browser script (`cmd`, its stdout piped) for at most `limit`:
+/// the JSON it printed. Panics with its standard error when it fails or
+/// overruns (it is killed then).
+pub fn run_browser_script(mut cmd: Command, limit: Duration) -> serde_json::Value {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("cannot start the browser script");
+    let started = std::time::Instant::now();
+    let output = loop {
+        if child.try_wait().unwrap().is_some() {
+            break child.wait_with_output().unwrap();
+        }
+        if started.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the browser script took more than {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(
+        output.status.success(),
+        "the browser script failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("the browser script's JSON")
 }

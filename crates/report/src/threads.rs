@@ -1,0 +1,208 @@
+//! Which thread took a sample: the one reading of a sample's thread
+//! labels that every per-thread output shares (the terminal timeline, the
+//! web UI's timeline, the speedscope export).
+//!
+//! The formats name threads differently:
+//! - the cpuprof agent: `thread_id` (a string) and `thread_name`, `pid`;
+//! - perf.data (and `perf_to_profile`): `tid`, `thread_comm` (the thread's
+//!   own name), `pid`, `comm` (its process's name);
+//! - `perf script` text: `tid`, `pid`, `comm` (the thread's name as perf
+//!   prints it).
+//!
+//! So a thread's id is `tid`, else `thread_id` (the kernel's id under
+//! either name); its name is `thread_name`, else `thread_comm`, else
+//! `comm` (the most specific name first); its process is `pid`, named by
+//! `comm`. A thread is told apart by its process and id, or by its name
+//! when it has no id ([`ThreadKey`]).
+
+use cpuprof_profile::{LabelValue, Sample};
+
+/// The label keys that may hold a thread's id, in order of preference.
+pub const THREAD_ID_KEYS: [&str; 2] = ["tid", "thread_id"];
+
+/// The label keys that may hold a thread's name, in order of preference.
+pub const THREAD_NAME_KEYS: [&str; 3] = ["thread_name", "thread_comm", "comm"];
+
+/// The thread of one sample, borrowed from its labels.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SampleThread<'s> {
+    /// The process id (`pid`).
+    pub pid: Option<i64>,
+    /// The thread id (the first of [`THREAD_ID_KEYS`] it has).
+    pub tid: Option<i64>,
+    /// The thread's name (the first of [`THREAD_NAME_KEYS`] it has).
+    pub name: Option<&'s str>,
+    /// The process's name (`comm`).
+    pub process: Option<&'s str>,
+}
+
+/// What tells threads apart: the process and thread ids, or the name
+/// when there is no thread id.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ThreadKey<'s> {
+    /// A thread with an id.
+    Id {
+        /// Its process's id.
+        pid: Option<i64>,
+        /// Its id.
+        tid: i64,
+    },
+    /// A thread known by its name only (`None`: samples without thread
+    /// labels).
+    Name(Option<&'s str>),
+}
+
+/// A label's value as a number (the agent writes ids as strings).
+fn number(value: &LabelValue) -> Option<i64> {
+    match value {
+        LabelValue::Num { value, .. } => Some(*value),
+        LabelValue::Str(s) => s.trim().parse().ok(),
+    }
+}
+
+/// A label's value as a name (empty: none).
+fn name(value: &LabelValue) -> Option<&str> {
+    match value {
+        LabelValue::Str(s) if !s.is_empty() => Some(s),
+        _ => None,
+    }
+}
+
+/// The thread of `sample`, from its labels.
+pub fn thread_of(sample: &Sample) -> SampleThread<'_> {
+    let mut thread = SampleThread::default();
+    let mut id_rank = THREAD_ID_KEYS.len();
+    let mut name_rank = THREAD_NAME_KEYS.len();
+    for label in &sample.labels {
+        let key = label.key.as_str();
+        if key == "pid" {
+            thread.pid = thread.pid.or_else(|| number(&label.value));
+            continue;
+        }
+        if let Some(rank) = THREAD_ID_KEYS.iter().position(|k| *k == key) {
+            if rank < id_rank {
+                if let Some(id) = number(&label.value) {
+                    id_rank = rank;
+                    thread.tid = Some(id);
+                }
+            }
+            continue;
+        }
+        if let Some(rank) = THREAD_NAME_KEYS.iter().position(|k| *k == key) {
+            let text = name(&label.value);
+            if key == "comm" {
+                thread.process = thread.process.or(text);
+            }
+            if rank < name_rank && text.is_some() {
+                name_rank = rank;
+                thread.name = text;
+            }
+        }
+    }
+    thread
+}
+
+impl<'s> SampleThread<'s> {
+    /// What tells this thread apart from others.
+    pub fn key(&self) -> ThreadKey<'s> {
+        match self.tid {
+            Some(tid) => ThreadKey::Id { pid: self.pid, tid },
+            None => ThreadKey::Name(self.name),
+        }
+    }
+
+    /// The thread as people read it: `NAME (tid TID)`, `tid TID`, `NAME`,
+    /// or `(no thread)`.
+    pub fn label(&self) -> String {
+        match (self.name, self.tid) {
+            (Some(name), Some(tid)) => format!("{name} (tid {tid})"),
+            (None, Some(tid)) => format!("tid {tid}"),
+            (Some(name), None) => name.to_string(),
+            (None, None) => "(no thread)".to_string(),
+        }
+    }
+
+    /// The thread's process as people read it, `COMM (pid PID)`, when the
+    /// sample names one.
+    pub fn process_label(&self) -> Option<String> {
+        match (self.process, self.pid) {
+            (Some(comm), Some(pid)) => Some(format!("{comm} (pid {pid})")),
+            (None, Some(pid)) => Some(format!("pid {pid}")),
+            (Some(comm), None) => Some(comm.to_string()),
+            (None, None) => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cpuprof_profile::Label;
+
+    fn num(key: &str, value: i64) -> Label {
+        Label {
+            key: key.into(),
+            value: LabelValue::Num {
+                value,
+                unit: String::new(),
+            },
+        }
+    }
+
+    fn text(key: &str, value: &str) -> Label {
+        Label {
+            key: key.into(),
+            value: LabelValue::Str(value.into()),
+        }
+    }
+
+    fn sample(labels: Vec<Label>) -> Sample {
+        Sample {
+            locations: vec![],
+            values: vec![1],
+            labels,
+        }
+    }
+
+    #[test]
+    fn every_format_names_its_threads() {
+        // perf.data: the thread's own name before its process's.
+        let perf = sample(vec![
+            num("pid", 7),
+            num("tid", 9),
+            text("comm", "app"),
+            text("thread_comm", "worker"),
+        ]);
+        let t = thread_of(&perf);
+        assert_eq!(t.label(), "worker (tid 9)");
+        assert_eq!(t.process_label().as_deref(), Some("app (pid 7)"));
+        assert_eq!(
+            t.key(),
+            ThreadKey::Id {
+                pid: Some(7),
+                tid: 9
+            }
+        );
+        // perf script: comm is the thread's name.
+        let script = sample(vec![num("tid", 9), text("comm", "app")]);
+        assert_eq!(thread_of(&script).label(), "app (tid 9)");
+        // The agent: ids as strings; thread_name first.
+        let agent = sample(vec![
+            text("pid", "3"),
+            text("thread_id", "4"),
+            text("thread_name", "io"),
+        ]);
+        assert_eq!(thread_of(&agent).label(), "io (tid 4)");
+        assert_eq!(thread_of(&agent).pid, Some(3));
+        // Both ids: tid wins, whatever the order.
+        let both = sample(vec![num("thread_id", 4), num("tid", 5)]);
+        assert_eq!(thread_of(&both).tid, Some(5));
+        // No thread labels.
+        let none = sample(vec![]);
+        assert_eq!(thread_of(&none).label(), "(no thread)");
+        assert_eq!(thread_of(&none).key(), ThreadKey::Name(None));
+        // A name alone tells threads apart.
+        let named = sample(vec![text("thread_name", "gc")]);
+        assert_eq!(thread_of(&named).key(), ThreadKey::Name(Some("gc")));
+    }
+}
