@@ -2,7 +2,7 @@
 //! Go count, threadz) must return a valid profile or a one-line error naming a
 //! line, never panic; detection must send the input to the same reader.
 #![no_main]
-use cpuprof_profile::{contention, gocount, heap, read_profile, threadz, Profile, ParseError};
+use cpuprof_profile::{contention, gocount, heap, read_profile, threadz, ParseError, Profile};
 use libfuzzer_sys::fuzz_target;
 
 fn check(result: Result<Profile, ParseError>) {
@@ -10,7 +10,10 @@ fn check(result: Result<Profile, ParseError>) {
         Ok(p) => assert!(p.validate().is_ok()),
         Err(e) => {
             assert!(!e.message.contains('\n'), "{e}");
-            assert!(e.message.contains("line ") || e.message.starts_with("empty"), "{e}");
+            assert!(
+                e.message.contains("line ") || e.message.starts_with("empty"),
+                "{e}"
+            );
         }
     }
 }
