@@ -129,6 +129,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         period,
         samples,
         mappings,
+        legacy::Leaf::ReturnAddress,
     );
     profile.duration_nanos = duration_ms.saturating_mul(1_000_000);
     profile.drop_frames = LOCK_FRAMES.to_string();

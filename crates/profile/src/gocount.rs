@@ -37,19 +37,9 @@ fn header_name(line: &str) -> Option<&str> {
     Some(name)
 }
 
-/// The first line that is not blank or a comment (within the first 4 KiB).
-fn first_content_line(data: &[u8]) -> Option<&str> {
-    let head = &data[..data.len().min(4096)];
-    let text = match std::str::from_utf8(head) {
-        Ok(t) => t,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
-    };
-    text.lines().find(|l| !legacy::is_space_or_comment(l))
-}
-
 /// True when the first line that is not a comment is `NAME profile: total N`.
 pub fn sniff(data: &[u8]) -> bool {
-    first_content_line(data).is_some_and(|l| header_name(l).is_some())
+    legacy::first_content_line(data).is_some_and(|l| header_name(l).is_some())
 }
 
 /// Reads a Go count profile.
@@ -70,6 +60,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         1,
         samples,
         mappings,
+        legacy::Leaf::ReturnAddress,
     ))
 }
 

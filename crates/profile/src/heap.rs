@@ -221,6 +221,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         header.period,
         samples,
         mappings,
+        legacy::Leaf::ReturnAddress,
     );
     profile.drop_frames = ALLOCATION_FRAMES.to_string();
     profile.keep_frames = KEPT_ALLOCATION_FRAMES.to_string();

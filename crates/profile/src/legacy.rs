@@ -268,16 +268,38 @@ pub(crate) fn read_stacks<'a>(
     Ok((samples, parse_memory_map(map_lines.into_iter())))
 }
 
+/// What a stack's leaf address is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Leaf {
+    /// A return address, like the others (allocation and contention
+    /// stacks are taken inside a call).
+    ReturnAddress,
+    /// The thread's own instruction pointer (thread profiles' `PC:`).
+    Pc,
+}
+
+/// The first line of `data` (within its first 4 KiB) that is not blank
+/// or a comment, for detection.
+pub(crate) fn first_content_line(data: &[u8]) -> Option<&str> {
+    let head = &data[..data.len().min(4096)];
+    let text = match std::str::from_utf8(head) {
+        Ok(t) => t,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).ok()?,
+    };
+    text.lines().find(|l| !is_space_or_comment(l))
+}
+
 /// Builds the profile: mappings sorted (overlaps dropped, as a location
-/// must fall in one), every address minus one (they are return addresses:
-/// the caller's call instruction is what is symbolized, as pprof does),
-/// samples in file order.
+/// must fall in one), every return address minus one (the caller's call
+/// instruction is what is symbolized, as pprof does), the leaf as `leaf`
+/// says, samples in file order.
 pub(crate) fn build(
     sample_types: Vec<ValueType>,
     period_type: ValueType,
     period: i64,
     samples: Vec<RawSample>,
     mut mappings: Vec<Mapping>,
+    leaf: Leaf,
 ) -> Profile {
     mappings.sort_by_key(|m| (m.start, m.limit));
     let mut kept: Vec<Mapping> = Vec::with_capacity(mappings.len());
@@ -298,7 +320,11 @@ pub(crate) fn build(
         let locations = sample
             .stack
             .iter()
-            .map(|&a| builder.location_at(a.wrapping_sub(1)))
+            .enumerate()
+            .map(|(i, &a)| {
+                let pc = i == 0 && leaf == Leaf::Pc;
+                builder.location_at(if pc { a } else { a.wrapping_sub(1) })
+            })
             .collect();
         builder.profile.samples.push(Sample {
             locations,

@@ -67,13 +67,7 @@ fn thread_header(line: &str) -> Option<(&str, &str)> {
 /// True when the first line that is not blank is a thread profile's
 /// header or its first thread's.
 pub fn sniff(data: &[u8]) -> bool {
-    let head = &data[..data.len().min(4096)];
-    let text = match std::str::from_utf8(head) {
-        Ok(t) => t,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
-    };
-    text.lines()
-        .find(|l| !legacy::is_space_or_comment(l))
+    legacy::first_content_line(data)
         .is_some_and(|l| is_threadz_header(l) || thread_header(l).is_some())
 }
 
@@ -160,18 +154,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         if same || stack.is_empty() {
             if let Some(previous) = samples.last() {
                 stack = previous.stack.clone();
-                samples.push(RawSample {
-                    stack,
-                    values: vec![1],
-                    labels,
-                });
-                return;
             }
-        }
-        // The leaf is the thread's PC, not a return address: `build`
-        // takes one from every address, so it is given one more.
-        if let Some(leaf) = stack.first_mut() {
-            *leaf = leaf.wrapping_add(1);
         }
         samples.push(RawSample {
             stack,
@@ -250,6 +233,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
         1,
         samples,
         legacy::parse_memory_map(map_lines.into_iter()),
+        legacy::Leaf::Pc,
     ))
 }
 
