@@ -28,20 +28,11 @@ use cpuprof_testkit::{compile, peers_required, repo_root, require_tool, run_ok, 
 use serde_json::{json, Value};
 
 fn num(key: &str, value: i64) -> Label {
-    Label {
-        key: key.to_string(),
-        value: LabelValue::Num {
-            value,
-            unit: String::new(),
-        },
-    }
+    Label::num(key, value, "")
 }
 
 fn text(key: &str, value: &str) -> Label {
-    Label {
-        key: key.to_string(),
-        value: LabelValue::Str(value.to_string()),
-    }
+    Label::str(key, value)
 }
 
 /// main (main.c:12) calls work (work.c:25) or idle (no source); samples

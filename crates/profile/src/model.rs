@@ -175,6 +175,27 @@ pub struct Label {
     pub value: LabelValue,
 }
 
+impl Label {
+    /// A numeric label, `unit` empty for none.
+    pub fn num(key: &str, value: i64, unit: &str) -> Label {
+        Label {
+            key: key.to_string(),
+            value: LabelValue::Num {
+                value,
+                unit: unit.to_string(),
+            },
+        }
+    }
+
+    /// A string label.
+    pub fn str(key: &str, value: &str) -> Label {
+        Label {
+            key: key.to_string(),
+            value: LabelValue::Str(value.to_string()),
+        }
+    }
+}
+
 /// A measurement: a stack of locations, leaf first, and one value per
 /// sample type.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

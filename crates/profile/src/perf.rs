@@ -44,9 +44,7 @@ use linux_perf_data::linux_perf_event_reader::{
 use linux_perf_data::{DsoKey, Endianness, PerfFileReader, PerfFileRecord, UserRecordType};
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use crate::{
-    Label, LabelValue, LocationId, Mapping, MappingId, ParseError, Profile, Sample, ValueType,
-};
+use crate::{Label, LocationId, Mapping, MappingId, ParseError, Profile, Sample, ValueType};
 
 const FORMAT: &str = "perf.data";
 
@@ -928,8 +926,8 @@ impl<'u> State<'u> {
         let pid = s.pid.unwrap_or(-1);
         let tid = s.tid.unwrap_or(pid);
         let mut labels = Vec::with_capacity(6);
-        labels.push(num("pid", i64::from(pid), ""));
-        labels.push(num("tid", i64::from(tid), ""));
+        labels.push(Label::num("pid", i64::from(pid), ""));
+        labels.push(Label::num("tid", i64::from(tid), ""));
         let thread_comm = self.threads.get(&tid).cloned();
         let comm = self
             .processes
@@ -937,19 +935,13 @@ impl<'u> State<'u> {
             .and_then(|p| p.comm.clone())
             .or_else(|| thread_comm.clone());
         if let Some(comm) = comm {
-            labels.push(Label {
-                key: "comm".to_string(),
-                value: LabelValue::Str(comm.to_string()),
-            });
+            labels.push(Label::str("comm", &comm));
         }
         if let Some(name) = thread_comm {
-            labels.push(Label {
-                key: "thread_comm".to_string(),
-                value: LabelValue::Str(name.to_string()),
-            });
+            labels.push(Label::str("thread_comm", &name));
         }
         if let Some(cpu) = s.cpu {
-            labels.push(num("cpu", i64::from(cpu), ""));
+            labels.push(Label::num("cpu", i64::from(cpu), ""));
         }
         if !self.may_merge {
             let unique = s
@@ -961,7 +953,7 @@ impl<'u> State<'u> {
             }
         }
         if let Some(time) = s.timestamp {
-            labels.push(num(
+            labels.push(Label::num(
                 "timestamp_ns",
                 i64::try_from(time).unwrap_or(i64::MAX),
                 "nanoseconds",
@@ -1092,16 +1084,6 @@ impl<'u> State<'u> {
             self.profile.merge_samples();
         }
         self.profile
-    }
-}
-
-fn num(key: &str, value: i64, unit: &str) -> Label {
-    Label {
-        key: key.to_string(),
-        value: LabelValue::Num {
-            value,
-            unit: unit.to_string(),
-        },
     }
 }
 

@@ -25,9 +25,7 @@
 use rustc_hash::FxHashMap;
 
 use crate::error::ParseError;
-use crate::model::{
-    Function, Label, LabelValue, Line, Location, LocationId, Profile, Sample, ValueType,
-};
+use crate::model::{Function, Label, Line, Location, LocationId, Profile, Sample, ValueType};
 
 const FORMAT: &str = "perf script text";
 
@@ -230,17 +228,14 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             values[index] = header.period.unwrap_or(1);
             let mut labels = Vec::with_capacity(5);
             if let Some(pid) = header.pid {
-                labels.push(num("pid", pid, ""));
+                labels.push(Label::num("pid", pid, ""));
             }
-            labels.push(num("tid", header.tid, ""));
-            labels.push(Label {
-                key: "comm".to_string(),
-                value: LabelValue::Str(header.comm.to_string()),
-            });
+            labels.push(Label::num("tid", header.tid, ""));
+            labels.push(Label::str("comm", header.comm));
             if let Some(cpu) = header.cpu {
-                labels.push(num("cpu", cpu, ""));
+                labels.push(Label::num("cpu", cpu, ""));
             }
-            labels.push(num("timestamp_ns", header.time_ns, "nanoseconds"));
+            labels.push(Label::num("timestamp_ns", header.time_ns, "nanoseconds"));
             current = Some((
                 Sample {
                     locations: Vec::new(),
@@ -344,19 +339,10 @@ fn truncate(line: &str) -> String {
     line.chars().take(80).collect()
 }
 
-fn num(key: &str, value: i64, unit: &str) -> Label {
-    Label {
-        key: key.to_string(),
-        value: LabelValue::Num {
-            value,
-            unit: unit.to_string(),
-        },
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LabelValue;
 
     const TEXT: &str = "\
 prog  8795/8796 [001]   480.795391:    1000000 cpu-clock: 

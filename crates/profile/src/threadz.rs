@@ -35,7 +35,7 @@
 
 use crate::error::ParseError;
 use crate::legacy::{self, RawSample, TextLine};
-use crate::model::{Label, LabelValue, Profile, ValueType};
+use crate::model::{Label, Profile, ValueType};
 
 /// The format's name in messages.
 pub const FORMAT: &str = "thread profile";
@@ -195,14 +195,8 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
             };
             finish(current.take(), &mut samples);
             let labels = vec![
-                Label {
-                    key: "thread_name".to_string(),
-                    value: LabelValue::Str(name.to_string()),
-                },
-                Label {
-                    key: "thread_id".to_string(),
-                    value: LabelValue::Str(tid.to_string()),
-                },
+                Label::str("thread_name", name),
+                Label::str("thread_id", tid),
             ];
             current = Some((labels, Vec::new(), false));
             continue;
@@ -240,6 +234,7 @@ pub fn read(data: &[u8]) -> Result<Profile, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::LabelValue;
 
     const PROFILE: &str = "--- threadz 1 ---\n\n\
 --- Thread 7f794ab90940 (name: main/14748) stack: ---\n  PC:  0x00bc8f1c: helper(arg *)\n  0x0040be31: main\n  0x7f7949a9811d: __libc_start_main\n\

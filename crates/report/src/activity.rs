@@ -341,16 +341,10 @@ pub fn round_up_2_digits(n: i64) -> i64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cpuprof_profile::{Label, LabelValue, ProfileBuilder, Sample, ValueType};
+    use cpuprof_profile::{Label, ProfileBuilder, Sample, ValueType};
 
     fn num(key: &str, value: i64) -> Label {
-        Label {
-            key: key.into(),
-            value: LabelValue::Num {
-                value,
-                unit: String::new(),
-            },
-        }
+        Label::num(key, value, "")
     }
 
     #[test]

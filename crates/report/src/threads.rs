@@ -140,13 +140,7 @@ mod tests {
     use cpuprof_profile::Label;
 
     fn num(key: &str, value: i64) -> Label {
-        Label {
-            key: key.into(),
-            value: LabelValue::Num {
-                value,
-                unit: String::new(),
-            },
-        }
+        Label::num(key, value, "")
     }
 
     fn text(key: &str, value: &str) -> Label {

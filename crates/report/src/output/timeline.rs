@@ -292,16 +292,10 @@ pub fn levels(line: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cpuprof_profile::{Label, LabelValue, ProfileBuilder, Sample, ValueType};
+    use cpuprof_profile::{Label, ProfileBuilder, Sample, ValueType};
 
     fn num(key: &str, value: i64) -> Label {
-        Label {
-            key: key.into(),
-            value: LabelValue::Num {
-                value,
-                unit: String::new(),
-            },
-        }
+        Label::num(key, value, "")
     }
 
     #[test]
