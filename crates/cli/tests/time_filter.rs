@@ -18,35 +18,16 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use common::tmux::Tmux;
 use common::{cpuprof, report_texts, WebUi};
 use cpuprof_report::output::timeline::levels;
 use cpuprof_testkit::{
-    compile, libprofiler, profile_with_libprofiler, record_phases, require_tool, run_ok,
-    run_stdout, workload, TempDir,
+    compile, libprofiler, phases, profile_with_libprofiler, require_tool, run_ok, run_stdout,
+    workload, Phases, TempDir,
 };
-
-/// The recording, made once for the file.
-struct Phases {
-    dir: TempDir,
-    binary: PathBuf,
-    data: PathBuf,
-}
-
-fn phases() -> Option<&'static Phases> {
-    static PHASES: OnceLock<Option<Phases>> = OnceLock::new();
-    PHASES
-        .get_or_init(|| {
-            let dir = TempDir::new().unwrap();
-            let (binary, data) = record_phases(dir.path())?;
-            Some(Phases { dir, binary, data })
-        })
-        .as_ref()
-}
 
 /// `cpuprof report ARGS` on the recording: stdout (the run must succeed).
 fn report(p: &Phases, args: &[&str]) -> String {

@@ -369,22 +369,38 @@ pub fn perf_works(dir: &Path) -> bool {
 }
 
 /// The two-phase workload (`tests/workloads/phases.c`: fnA burns the
-/// first second of wall-clock time, fnB the next) built in `dir` and
-/// recorded with `perf record -e cpu-clock -F 1000 -g` (a timestamp on
-/// every sample): (binary, perf.data). `None` (the test skips) where gcc
-/// is missing or perf cannot open its event.
-pub fn record_phases(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    if !require_tool("gcc") || !perf_works(dir) {
+/// first second of wall-clock time, fnB the next), built and recorded with
+/// `perf record -e cpu-clock -F 1000 -g` (a timestamp on every sample)
+/// once per test binary, in a directory tests may also write to.
+pub struct Phases {
+    /// The directory holding both files.
+    pub dir: TempDir,
+    /// The built workload.
+    pub binary: PathBuf,
+    /// Its perf.data.
+    pub data: PathBuf,
+}
+
+/// The [`Phases`] recording of this test binary; `None` (the test skips)
+/// where gcc is missing or perf cannot open its event.
+pub fn phases() -> Option<&'static Phases> {
+    static PHASES: std::sync::OnceLock<Option<Phases>> = std::sync::OnceLock::new();
+    PHASES.get_or_init(record_phases).as_ref()
+}
+
+fn record_phases() -> Option<Phases> {
+    let dir = TempDir::new().unwrap();
+    if !require_tool("gcc") || !perf_works(dir.path()) {
         return None;
     }
-    let binary = dir.join("phases");
+    let binary = dir.path().join("phases");
     compile(
         "gcc",
         &[&workload("phases.c")],
         &binary,
         &["-O1", "-g", "-fno-omit-frame-pointer"],
     );
-    let data = dir.join("phases.data");
+    let data = dir.path().join("phases.data");
     run_ok(
         Command::new("perf")
             .args(["record", "-q", "-e", "cpu-clock", "-F", "1000", "-g", "-o"])
@@ -392,7 +408,7 @@ pub fn record_phases(dir: &Path) -> Option<(PathBuf, PathBuf)> {
             .arg("--")
             .arg(&binary)
             .arg("1.0")
-            .current_dir(dir),
+            .current_dir(dir.path()),
     );
-    Some((binary, data))
+    Some(Phases { dir, binary, data })
 }

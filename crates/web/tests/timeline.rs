@@ -17,38 +17,14 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::{browser_available, cpuprof_binary, puppeteer_modules, run_browser_script, Server};
 use cpuprof_driver::settings::url_decode;
 use cpuprof_report::time::TimeRange;
-use cpuprof_testkit::{record_phases, repo_root, run_stdout, TempDir};
+use cpuprof_testkit::{phases, repo_root, run_stdout, Phases, TempDir};
 use serde_json::Value;
-
-/// The recording, made once per test binary.
-struct Phases {
-    _dir: TempDir,
-    binary: PathBuf,
-    data: PathBuf,
-}
-
-fn phases() -> Option<&'static Phases> {
-    static PHASES: OnceLock<Option<Phases>> = OnceLock::new();
-    PHASES
-        .get_or_init(|| {
-            let dir = TempDir::new().unwrap();
-            let (binary, data) = record_phases(dir.path())?;
-            Some(Phases {
-                _dir: dir,
-                binary,
-                data,
-            })
-        })
-        .as_ref()
-}
 
 /// `cpuprof report ARGS` of the recording: its standard output.
 fn report(p: &Phases, args: &[&str]) -> String {
