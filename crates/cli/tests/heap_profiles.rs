@@ -59,6 +59,24 @@ int main(int argc, char **argv) {
 }
 "#;
 
+/// `SAMPLED` built against tcmalloc in `dir`.
+fn build_sampled(dir: &Path) -> PathBuf {
+    let src = dir.join("v2.cc");
+    std::fs::write(&src, SAMPLED).unwrap();
+    compile(
+        "g++",
+        &[&src],
+        &dir.join("v2"),
+        &[
+            "-O1",
+            "-g",
+            "-fno-omit-frame-pointer",
+            "-Wl,--no-as-needed",
+            "-ltcmalloc",
+        ],
+    )
+}
+
 /// gcc, g++, tcmalloc and both peers, or the test is skipped.
 fn peers() -> bool {
     for tool in ["gcc", "g++", "google-pprof", "pprof"] {
@@ -473,20 +491,7 @@ fn sampled_heap_v2_profiles_are_unsampled_as_both_peers_do() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let src = dir.path().join("v2.cc");
-    std::fs::write(&src, SAMPLED).unwrap();
-    let app = compile(
-        "g++",
-        &[&src],
-        &dir.path().join("v2"),
-        &[
-            "-O1",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-Wl,--no-as-needed",
-            "-ltcmalloc",
-        ],
-    );
+    let app = build_sampled(dir.path());
     let profile = dir.path().join("v2.heap");
     let out = Command::new(&app)
         .arg(&profile)
@@ -537,20 +542,7 @@ fn a_sampled_heap_diff_is_tested_for_significance_by_its_samples() {
         return;
     }
     let dir = TempDir::new().unwrap();
-    let src = dir.path().join("v2.cc");
-    std::fs::write(&src, SAMPLED).unwrap();
-    let app = compile(
-        "g++",
-        &[&src],
-        &dir.path().join("v2"),
-        &[
-            "-O1",
-            "-g",
-            "-fno-omit-frame-pointer",
-            "-Wl,--no-as-needed",
-            "-ltcmalloc",
-        ],
-    );
+    let app = build_sampled(dir.path());
     let dump = |name: &str, big: &str| {
         let profile = dir.path().join(name);
         let out = Command::new(&app)
