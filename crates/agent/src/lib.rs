@@ -105,11 +105,18 @@ pub struct ProfilerGuard {
 impl ProfilerGuard {
     /// Starts profiling to `path` with the settings of the environment
     /// (`CPUPROFILE_FREQUENCY`, `CPUPROFILE_REALTIME`, …; see [`Settings`]).
+    // Never inlined, nor are the guard's other methods: inlined into the
+    // program's function, their code after the timer is armed would be
+    // sampled as the program's (a frame of `start_with (inline)` that the
+    // agent cannot tell from the program's own code). As functions, their
+    // frames are the agent's and are left out of every stack.
+    #[inline(never)]
     pub fn start(path: impl AsRef<Path>) -> Result<ProfilerGuard, Error> {
         Self::start_with(path, Settings::from_env(&mut |w| diag::diag(&w)))
     }
 
     /// Starts profiling to `path` with explicit settings.
+    #[inline(never)]
     pub fn start_with(path: impl AsRef<Path>, settings: Settings) -> Result<ProfilerGuard, Error> {
         let path = path.as_ref();
         let text = path
@@ -120,6 +127,7 @@ impl ProfilerGuard {
     }
 
     /// Writes the profile with everything sampled so far; profiling goes on.
+    #[inline(never)]
     pub fn flush(&self) -> Result<usize, Error> {
         match lifecycle::flush() {
             Some(written) => written.map_err(Error::Write),
@@ -128,6 +136,7 @@ impl ProfilerGuard {
     }
 
     /// Stops profiling and writes the profile.
+    #[inline(never)]
     pub fn stop(mut self) -> Result<SessionSummary, Error> {
         self.stopped = true;
         match lifecycle::stop() {
@@ -138,6 +147,7 @@ impl ProfilerGuard {
 }
 
 impl Drop for ProfilerGuard {
+    #[inline(never)]
     fn drop(&mut self) {
         if !self.stopped {
             let _ = lifecycle::stop();
