@@ -154,6 +154,7 @@ pub fn run(args: Args) -> Result<i32> {
         Destination {
             out: &mut lock,
             is_terminal,
+            width: cpuprof_driver::session::terminal_width(),
         },
     )?;
     lock.flush()?;

@@ -353,6 +353,14 @@ fn shell_timeline_in_a_terminal() {
     tmux.wait_for_prompt();
     let a = command(&tmux, "timeline ^fnA$");
     assert_first_half(&matching_levels(&a), "fnA", &a);
+    // The columns fill the terminal's 200 columns but the last (the
+    // one-shot timeline piped above has 60 columns).
+    let thread = a
+        .lines()
+        .find(|l| l.starts_with("phases ("))
+        .unwrap_or_else(|| panic!("no phases thread:\n{a}"));
+    assert_eq!(thread.chars().count(), 199, "{a}");
+    assert!(levels(thread).unwrap().len() > 140, "{a}");
     let b = command(&tmux, "timeline ^fnB$");
     assert_second_half(&matching_levels(&b), "fnB", &b);
     // The time= setting applies to the shell's reports too.

@@ -66,6 +66,30 @@ pub struct Destination<'a> {
     pub out: &'a mut dyn Write,
     /// `out` is a terminal: binary formats are refused there.
     pub is_terminal: bool,
+    /// The terminal's width in columns, when `out` is one (see
+    /// [`terminal_width`]): the terminal timeline fills it.
+    pub width: Option<usize>,
+}
+
+/// The width of the terminal standard output is, in columns (`COLUMNS`
+/// when the terminal does not say); `None` when standard output is not a
+/// terminal, so that what is piped or saved does not depend on the
+/// window it was made in.
+pub fn terminal_width() -> Option<usize> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() {
+        return None;
+    }
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ fills the winsize it is given.
+    let asked = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    if asked == 0 && size.ws_col > 0 {
+        return Some(usize::from(size.ws_col));
+    }
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok())
+        .filter(|&c: &usize| c > 0)
 }
 
 impl Session {
@@ -248,6 +272,7 @@ impl Session {
             config,
             command,
             arg,
+            width: destination.width,
         };
         // The time ranges come first: a profile without sample times is
         // refused before any output, gprof's included.
@@ -689,6 +714,8 @@ struct Request<'a> {
     config: &'a Config,
     command: &'a CommandDef,
     arg: Option<&'a str>,
+    /// The terminal's width, when the output goes to one.
+    width: Option<usize>,
 }
 
 impl Request<'_> {
@@ -1061,6 +1088,7 @@ impl RenderContext<'_> {
             from: range.map_or(0, |r| r.start),
             to: range.and_then(|r| r.end),
             width: cpuprof_report::output::timeline::DEFAULT_WIDTH,
+            line_width: self.cx.width,
             highlight: highlight.as_ref(),
         };
         cpuprof_report::output::timeline::write(

@@ -224,6 +224,7 @@ impl Shell {
         let mut config = invocation.config(&self.config)?;
         let command: &'static CommandDef = invocation.command;
         let stdout_is_terminal = io::stdout().is_terminal();
+        let width = cpuprof_driver::session::terminal_width();
         // Binary and HTML outputs go to a file, on a terminal or not: a
         // script's standard output holds the text results only.
         if command.away_from_terminal() && config.text("output").is_none() {
@@ -248,6 +249,7 @@ impl Shell {
                 Destination {
                     out: &mut out,
                     is_terminal: stdout_is_terminal,
+                    width,
                 },
             );
             let _ = done.send(());

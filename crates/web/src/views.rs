@@ -218,6 +218,7 @@ impl App {
             Destination {
                 out: &mut out,
                 is_terminal: false,
+                width: None,
             },
         )?;
         Ok(out)

@@ -24,8 +24,16 @@ pub const NO_TIMES: &str =
 /// The eight levels of a column, lowest first; an idle column is a space.
 pub const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
-/// The default number of columns.
+/// The default number of columns (output that is not a terminal's).
 pub const DEFAULT_WIDTH: usize = 60;
+
+/// The fewest columns drawn in a narrow terminal.
+const MIN_WIDTH: usize = 10;
+
+/// What a track's line holds besides its name and columns: a space, the
+/// total (9), a space and the two bars around the columns, and one
+/// column left free so that the terminal does not wrap.
+const LINE_EXTRA: usize = 1 + 9 + 1 + 2 + 1;
 
 /// What the timeline draws.
 #[derive(Clone, Debug)]
@@ -40,6 +48,9 @@ pub struct TimelineOptions<'a> {
     pub to: Option<i64>,
     /// The number of columns.
     pub width: usize,
+    /// The terminal's width: when given, the columns fill the lines to it
+    /// instead of being `width`.
+    pub line_width: Option<usize>,
     /// With a regex: a second line per thread for the samples whose stack
     /// has a frame matching it.
     pub highlight: Option<&'a Regex>,
@@ -54,18 +65,35 @@ pub fn write(
     options: &TimelineOptions,
     profile_name: &str,
 ) -> io::Result<()> {
-    let width = options.width.max(1);
-    let activity = Activity::build(
-        stacks,
-        &ActivityOptions {
-            origin: options.origin,
-            from: options.from,
-            to: options.to,
-            columns: width,
-            highlight: options.highlight,
-            heat_rows: 0,
-        },
-    );
+    let build = |columns: usize| {
+        Activity::build(
+            stacks,
+            &ActivityOptions {
+                origin: options.origin,
+                from: options.from,
+                to: options.to,
+                columns,
+                highlight: options.highlight,
+                heat_rows: 0,
+            },
+        )
+    };
+    // In a terminal the columns fill what the names leave of its width;
+    // the names are known once the tracks are, so a second pass fits them
+    // when they are longer than the shortest.
+    let fit = |line: usize, names: usize| line.saturating_sub(names + LINE_EXTRA).max(MIN_WIDTH);
+    let mut width = match options.line_width {
+        Some(line) => fit(line, NAME_WIDTH.0),
+        None => options.width.max(1),
+    };
+    let mut activity = build(width);
+    if let (Some(line), Some(first)) = (options.line_width, &activity) {
+        let fitted = fit(line, name_width(&first.tracks));
+        if fitted != width {
+            width = fitted;
+            activity = build(width);
+        }
+    }
     let Some(activity) = activity else {
         let has_times = stacks
             .profile()
@@ -107,12 +135,7 @@ pub fn write(
             "Below each thread: its samples with a frame matching {re}, on the same scale"
         )?;
     }
-    let name_width = tracks
-        .iter()
-        .map(|t| t.label.chars().count())
-        .max()
-        .unwrap_or(0)
-        .clamp(8, 32);
+    let name_width = name_width(tracks);
     let axis_left = offset_text(from);
     let axis_right = offset_text(to);
     writeln!(
@@ -144,6 +167,19 @@ pub fn write(
         }
     }
     Ok(())
+}
+
+/// The narrowest and widest the thread names' column is.
+const NAME_WIDTH: (usize, usize) = (8, 32);
+
+/// The width of the thread names' column for `tracks`.
+fn name_width(tracks: &[crate::activity::Track]) -> usize {
+    tracks
+        .iter()
+        .map(|t| t.label.chars().count())
+        .max()
+        .unwrap_or(0)
+        .clamp(NAME_WIDTH.0, NAME_WIDTH.1)
 }
 
 /// The value of a full column, and whether it is one CPU busy for the
@@ -320,6 +356,7 @@ mod tests {
             from: 0,
             to: Some(100_000_000),
             width: 10,
+            line_width: None,
             highlight: None,
         };
         write(&mut out, &stacks, &options, "p").unwrap();
@@ -344,6 +381,52 @@ mod tests {
         );
     }
 
+    /// In a terminal of 80 columns, the columns fill each track's line
+    /// to 79 characters beside names of 8 (the narrowest), then of 32
+    /// (the widest: longer names are cut).
+    #[test]
+    fn a_terminal_s_width_is_filled() {
+        for (name, name_width) in [("", 8), ("a-thread-name-longer-than-thirty-two", 32)] {
+            let mut b = ProfileBuilder::new(vec![ValueType::new("cpu", "nanoseconds")]);
+            let a = b.location_at(0x1000);
+            let mut profile = b.finish();
+            for ms in 0..100i64 {
+                let mut labels = vec![num("timestamp_ns", ms * 1_000_000), num("tid", 7)];
+                if !name.is_empty() {
+                    labels.push(Label::str("thread_name", name));
+                }
+                profile.samples.push(Sample {
+                    locations: vec![a],
+                    values: vec![1_000_000],
+                    labels,
+                });
+            }
+            let stacks = Stacks::build(&profile, &crate::Options::default());
+            let options = TimelineOptions {
+                origin: 0,
+                from: 0,
+                to: None,
+                width: DEFAULT_WIDTH,
+                line_width: Some(80),
+                highlight: None,
+            };
+            let mut out = Vec::new();
+            write(&mut out, &stacks, &options, "p").unwrap();
+            let text = String::from_utf8(out).unwrap();
+            let columns = 80 - name_width - LINE_EXTRA;
+            assert!(
+                text.contains(&format!(" in {columns} columns of ")),
+                "{name_width}: {text}"
+            );
+            let track = text.lines().nth(2).unwrap();
+            assert_eq!(levels(track).unwrap().len(), columns, "{text}");
+            assert_eq!(track.chars().count(), 79, "{text}");
+            for line in text.lines() {
+                assert!(line.chars().count() < 80, "{line:?} in\n{text}");
+            }
+        }
+    }
+
     #[test]
     fn no_times_is_one_line() {
         let profile = ProfileBuilder::new(vec![ValueType::new("cpu", "nanoseconds")]).finish();
@@ -353,6 +436,7 @@ mod tests {
             from: 0,
             to: None,
             width: 60,
+            line_width: None,
             highlight: None,
         };
         let mut out = Vec::new();
