@@ -116,19 +116,25 @@ pub fn write(
     let unit = &stacks.sample_type.unit;
     let (full, is_time) = full_column(&activity, unit);
     let label = |v: i64| measure::scaled_label(v, unit, "auto");
-    writeln!(
-        out,
-        "Timeline: {} to {} after the start ({} in {width} columns of {} each); {}",
+    let range = format!(
+        "Timeline: {} to {} after the start ({} in {width} columns of {} each)",
         offset_text(from),
         offset_text(to),
         offset_text(span),
         offset_text(column_ns),
-        if is_time {
-            "█ = one CPU busy for the whole column".to_string()
-        } else {
-            format!("█ = {}", label(full as i64))
-        }
-    )?;
+    );
+    let legend = if is_time {
+        "█ = one CPU busy for the whole column".to_string()
+    } else {
+        format!("█ = {}", label(full as i64))
+    };
+    // In a terminal too narrow for both, the legend gets its own line.
+    let one_line = range.chars().count() + 2 + legend.chars().count();
+    if options.line_width.is_some_and(|line| one_line >= line) {
+        writeln!(out, "{range}\n{legend}")?;
+    } else {
+        writeln!(out, "{range}; {legend}")?;
+    }
     if let Some(re) = options.highlight {
         writeln!(
             out,
@@ -144,7 +150,7 @@ pub fn write(
         "THREAD",
         "TOTAL",
         axis_right,
-        pad = (width + 2).saturating_sub(axis_left.chars().count())
+        pad = (width + 1).saturating_sub(axis_left.chars().count())
     )?;
     for track in tracks {
         let name: String = track.label.chars().take(name_width).collect();
@@ -418,10 +424,13 @@ mod tests {
                 text.contains(&format!(" in {columns} columns of ")),
                 "{name_width}: {text}"
             );
-            let track = text.lines().nth(2).unwrap();
+            // The range, the legend on its own line, the axis, the track.
+            let lines: Vec<&str> = text.lines().collect();
+            assert_eq!(lines[1], "█ = one CPU busy for the whole column", "{text}");
+            let track = lines[3];
             assert_eq!(levels(track).unwrap().len(), columns, "{text}");
             assert_eq!(track.chars().count(), 79, "{text}");
-            for line in text.lines() {
+            for line in lines {
                 assert!(line.chars().count() < 80, "{line:?} in\n{text}");
             }
         }
