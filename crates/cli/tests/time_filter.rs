@@ -289,6 +289,37 @@ fn timeline_shows_the_switch() {
     );
 }
 
+/// A range past the last sample keeps nothing, and says so naming the
+/// range and the samples of the profile; a focus in a range counts the
+/// range's samples.
+#[test]
+fn an_empty_window_says_which_range_kept_nothing() {
+    let Some(p) = phases() else { return };
+    let data = p.data.to_str().unwrap();
+    // The number in `... the N samples: nothing left to show`.
+    let count = |err: &str, before: &str| -> usize {
+        let at = err
+            .find(before)
+            .unwrap_or_else(|| panic!("no {before:?} in {err}"));
+        let rest = &err[at + before.len()..];
+        let end = rest.find(" samples: nothing left to show").unwrap();
+        rest[..end].parse().unwrap()
+    };
+    let (out, err, status) = report_texts(&["--text", "--time=1h:", data], |_| {});
+    assert_eq!(status, 0, "{err}");
+    assert!(out.contains("Type: cpu"), "{out}");
+    // The whole run: about 2 s at 1000 Hz.
+    let all = count(&err, "cpuprof: note: time=1h: keeps none of the ");
+    assert!(all > 500, "{err}");
+    let (_, err, status) = report_texts(
+        &["--text", "--time=1.1s:", "--focus=no_such_function", data],
+        |_| {},
+    );
+    assert_eq!(status, 0, "{err}");
+    let second = count(&err, "focus=no_such_function matches none of the ");
+    assert!(second > 100 && second < all, "{second} of {all}");
+}
+
 #[test]
 fn profiles_without_times_say_so_in_one_line() {
     let Some(lib) = libprofiler() else { return };

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
-use cpuprof_report::activity::{Activity, ActivityOptions};
+use cpuprof_report::activity::{Activity, ActivityOptions, SampleIndex};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::graph::{percent_base, Row};
 use cpuprof_report::measure::{unit_word, ValueFormat};
@@ -19,7 +19,7 @@ use cpuprof_report::output::flame::{self, FlameFormat, FlameOptions, FlameOrient
 use cpuprof_report::output::{disasm, listing, text};
 use cpuprof_report::source::SourceFiles;
 use cpuprof_report::stats::{self, DiffTable, Shares};
-use cpuprof_report::time::{Span, TimeRange};
+use cpuprof_report::time::{SampleTimes, TimeRange, TimeWindow};
 use cpuprof_report::{instructions, lines, Granularity, Graph, Options, Stacks};
 
 use crate::commands::{CommandDef, FlameKind, Output};
@@ -58,6 +58,9 @@ pub struct Session {
     /// Every location's frames per granularity, named once for the
     /// session (for `profile` only).
     frames: cpuprof_report::stacks::FrameCache,
+    /// The times and threads of `profile`'s samples, then of the parts'
+    /// (the sum, the base), each read from the labels on first use.
+    indexes: [std::sync::OnceLock<SampleIndex>; 3],
 }
 
 /// Where a report goes when the settings name no file.
@@ -150,7 +153,24 @@ impl Session {
             profile,
             parts,
             frames: Default::default(),
+            indexes: Default::default(),
         })
+    }
+
+    /// The times and threads of the samples of `profile` when it is the
+    /// session's (or one of its parts), read once; `None` for another.
+    fn cached_index(&self, profile: &Profile) -> Option<&SampleIndex> {
+        let mut ours = vec![&self.profile];
+        if let Some((sum, base)) = &self.parts {
+            ours.extend([sum, base]);
+        }
+        let at = ours.iter().position(|p| std::ptr::eq(*p, profile))?;
+        Some(self.indexes[at].get_or_init(|| SampleIndex::of(profile)))
+    }
+
+    /// The times and threads of the samples of the profile reports read.
+    pub fn sample_index(&self) -> &SampleIndex {
+        self.indexes[0].get_or_init(|| SampleIndex::of(&self.profile))
     }
 
     /// The profile reports read (summed, base subtracted).
@@ -186,7 +206,7 @@ impl Session {
             greeting.push_str(&format!("Base: {} (subtracted)\n", base.display()));
         }
         let timed = self.timed(config)?;
-        let options = config.report_options(&timed.profile)?;
+        let options = timed.report_options(config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         let stacks = timed.with_base(&timed.profile, stacks, &options);
         // In a diff, the base's total, which percentages are of.
@@ -276,7 +296,10 @@ impl Session {
         };
         // The time ranges come first: a profile without sample times is
         // refused before any output, gprof's included.
-        let timed = self.timed(config)?;
+        // What writes whole profiles reads a copy of the range's samples;
+        // the other reports keep them as they build their stacks.
+        let copy = matches!(command.output, Output::Proto | Output::Dcpiprof);
+        let timed = self.timed_as(config, copy)?;
         if let Output::Gprof = command.output {
             return cx.with_writer(output_file.as_deref(), destination, |out| cx.gprof(out));
         }
@@ -286,7 +309,7 @@ impl Session {
             (Output::Flame(_) | Output::Timeline, Some((sum, _))) => sum,
             _ => &timed.profile,
         };
-        let mut options = config.report_options(profile)?;
+        let mut options = timed.report_options(config, profile)?;
         match command.output {
             // Listings need each frame's line or address.
             Output::List => options.granularity = Granularity::Lines,
@@ -301,11 +324,8 @@ impl Session {
             Stacks::build_cached(profile, &options, cache),
             &options,
         );
-        if command.output == Output::Timeline && !timed.has_times(&self.profile) {
-            bail!(
-                "{}: no sample times (no timestamp_ns labels; gperftools-format profiles have none): no timeline",
-                self.profile_names()
-            );
+        if command.output == Output::Timeline && self.sample_index().times.span.is_none() {
+            bail!("{}: {NO_TIMES}: no timeline", self.profile_names());
         }
         // Nothing left to show: say why (a filter, or no samples at all),
         // for every output; the graphs have nothing to draw.
@@ -436,7 +456,7 @@ impl Session {
     /// of tagroot/tagleaf: the web UI's download of the current view.
     pub fn filtered_profile(&self, config: &Config) -> Result<Profile> {
         let timed = self.timed(config)?;
-        let options = config.report_options(&timed.profile)?;
+        let options = timed.report_options(config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         Ok(cpuprof_report::filtered::labelled_profile(
             &stacks,
@@ -450,7 +470,7 @@ impl Session {
     /// out).
     pub fn write_speedscope(&self, config: &Config, out: &mut dyn Write) -> Result<Vec<String>> {
         let timed = self.timed(config)?;
-        let options = config.report_options(&timed.profile)?;
+        let options = timed.report_options(config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         let name = self.program_name();
         Ok(cpuprof_report::output::speedscope::write(
@@ -484,7 +504,7 @@ impl Session {
             all.set_checked(name, default);
         }
         let timed = self.timed(&all)?;
-        if !timed.has_times(&self.profile) {
+        if self.sample_index().times.span.is_none() {
             bail!(
                 "{}: {}",
                 self.profile_names(),
@@ -497,12 +517,20 @@ impl Session {
             Some((sum, _)) => sum,
             None => &timed.profile,
         };
-        let options = all.report_options(profile)?;
+        let options = timed.report_options(&all, profile)?;
         let cache = std::ptr::eq(profile, &*timed.profile)
             .then(|| timed.cache(self))
             .flatten();
         let stacks = Stacks::build_cached(profile, &options, cache);
-        let origin = Span::of(profile).map_or(0, |span| span.origin);
+        let local;
+        let index = match self.cached_index(profile) {
+            Some(index) => index,
+            None => {
+                local = SampleIndex::of(profile);
+                &local
+            }
+        };
+        let origin = index.times.span.map_or(0, |span| span.origin);
         let activity = Activity::build(
             &stacks,
             &ActivityOptions {
@@ -512,6 +540,7 @@ impl Session {
                 columns,
                 highlight: highlight.as_ref(),
                 heat_rows,
+                index,
             },
         );
         let Some(activity) = activity else {
@@ -543,6 +572,9 @@ struct Timed<'a> {
     same_locations: bool,
     /// The `time` range asked for.
     range: Option<TimeRange>,
+    /// When `profile` is the session's whole profile: the samples of the
+    /// `time` range, which reports keep (no copy).
+    window: Option<TimeWindow>,
 }
 
 impl Timed<'_> {
@@ -551,9 +583,14 @@ impl Timed<'_> {
         self.same_locations.then_some(&session.frames)
     }
 
-    /// True when `whole` (the profile before any range) has sample times.
-    fn has_times(&self, whole: &Profile) -> bool {
-        Span::of(whole).is_some()
+    /// `config`'s report options for `profile`, with the time window
+    /// when `profile` is the one it is of.
+    fn report_options(&self, config: &Config, profile: &Profile) -> Result<Options> {
+        let mut options = config.report_options(profile)?;
+        if std::ptr::eq(profile, &*self.profile) {
+            options.window = self.window.clone();
+        }
+        Ok(options)
     }
 
     /// In a diff, `stacks` of the reported profile with the base's total
@@ -585,8 +622,16 @@ impl Session {
     }
 
     /// The profiles under `config`'s `time` and `base_time` ranges (each
-    /// counted from its own profile's start); borrowed when none is set.
+    /// counted from its own profile's start); borrowed when none is set,
+    /// and with only a `time` range, the session's profile and the
+    /// range's window.
     fn timed(&self, config: &Config) -> Result<Timed<'_>> {
+        self.timed_as(config, false)
+    }
+
+    /// [`Session::timed`]; with `copy`, a `time` range always copies its
+    /// samples into a profile of their own.
+    fn timed_as(&self, config: &Config, copy: bool) -> Result<Timed<'_>> {
         let time = config.time_range("time")?;
         let base_time = config.time_range("base_time")?;
         if time.is_none() && base_time.is_none() {
@@ -598,10 +643,11 @@ impl Session {
                     .map(|(s, b)| (Cow::Borrowed(s), Cow::Borrowed(b))),
                 same_locations: true,
                 range: None,
+                window: None,
             });
         }
         let keep = |profile, range, setting, names: &dyn Fn() -> String| {
-            keep_time_range(profile, range, setting, config.get(setting), names)
+            self.keep_time_range(profile, range, setting, config.get(setting), names)
         };
         match (&self.parts, &self.sources.base) {
             (Some((sum, base)), Some(base_path)) => {
@@ -618,6 +664,7 @@ impl Session {
                     parts: Some((sum, base)),
                     same_locations: false,
                     range: time,
+                    window: None,
                 })
             }
             _ => {
@@ -627,36 +674,68 @@ impl Session {
                         config.get("base_time")
                     );
                 }
+                let window = match time {
+                    Some(range) if !copy => {
+                        let setting = format!("time={}", config.get("time"));
+                        match self.sample_index().times.window(range, setting) {
+                            Some(window) => Some(window),
+                            None => bail!(
+                                "{}: {}: cannot keep time={}",
+                                self.profile_names(),
+                                NO_TIMES,
+                                config.get("time")
+                            ),
+                        }
+                    }
+                    _ => None,
+                };
+                let profile = match window {
+                    Some(_) => Cow::Borrowed(&self.profile),
+                    None => keep(&self.profile, time, "time", &|| self.profile_names())?,
+                };
                 Ok(Timed {
-                    profile: keep(&self.profile, time, "time", &|| self.profile_names())?,
+                    profile,
                     parts: None,
                     same_locations: true,
                     range: time,
+                    window,
                 })
             }
         }
     }
 }
 
-/// `profile`'s samples in `range` (the value of `setting`), all of them
-/// when no range is given; `names` names the profile in the one-line
-/// error of a profile without sample times.
-fn keep_time_range<'p>(
-    profile: &'p Profile,
-    range: Option<TimeRange>,
-    setting: &str,
-    value: &str,
-    names: &dyn Fn() -> String,
-) -> Result<Cow<'p, Profile>> {
-    let Some(range) = range else {
-        return Ok(Cow::Borrowed(profile));
-    };
-    match range.filter(profile) {
-        Some(kept) => Ok(Cow::Owned(kept)),
-        None => bail!(
-            "{}: no sample times (no timestamp_ns labels; gperftools-format profiles have none): cannot keep {setting}={value}",
-            names()
-        ),
+/// What a range says of a profile without sample times.
+const NO_TIMES: &str =
+    "no sample times (no timestamp_ns labels; gperftools-format profiles have none)";
+
+impl Session {
+    /// A copy of `profile`'s samples in `range` (the value of `setting`),
+    /// the profile itself when no range is given; `names` names the
+    /// profile in the one-line error of a profile without sample times.
+    fn keep_time_range<'p>(
+        &self,
+        profile: &'p Profile,
+        range: Option<TimeRange>,
+        setting: &str,
+        value: &str,
+        names: &dyn Fn() -> String,
+    ) -> Result<Cow<'p, Profile>> {
+        let Some(range) = range else {
+            return Ok(Cow::Borrowed(profile));
+        };
+        let local;
+        let times = match self.cached_index(profile) {
+            Some(index) => &index.times,
+            None => {
+                local = SampleTimes::of(profile);
+                &local
+            }
+        };
+        match range.filter(profile, times) {
+            Some(kept) => Ok(Cow::Owned(kept)),
+            None => bail!("{}: {NO_TIMES}: cannot keep {setting}={value}", names()),
+        }
     }
 }
 
@@ -1077,7 +1156,20 @@ impl RenderContext<'_> {
             Some((sum, _)) => sum,
             None => &session.profile,
         };
-        let origin = Span::of(whole).map_or(0, |span| span.origin);
+        let origin = session
+            .cached_index(whole)
+            .and_then(|index| index.times.span)
+            .map_or(0, |span| span.origin);
+        // The drawn profile's index: the session's, or (a diff's range
+        // copied) its own.
+        let local;
+        let index = match session.cached_index(self.stacks.profile()) {
+            Some(index) => index,
+            None => {
+                local = SampleIndex::of(self.stacks.profile());
+                &local
+            }
+        };
         let highlight = match self.cx.arg {
             Some(_) => Some(self.cx.regex()?),
             None => None,
@@ -1090,6 +1182,7 @@ impl RenderContext<'_> {
             width: cpuprof_report::output::timeline::DEFAULT_WIDTH,
             line_width: self.cx.width,
             highlight: highlight.as_ref(),
+            index,
         };
         cpuprof_report::output::timeline::write(
             out,

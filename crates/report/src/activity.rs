@@ -11,16 +11,37 @@
 //! that work that comes back at the same offset each second lines up in a
 //! row.
 //!
-//! The samples are read in parallel (rayon), in two passes: their times
-//! (for the span when the range is open), then their columns.
+//! The samples' times and threads are read from their labels once, into
+//! a [`SampleIndex`] (a session keeps it for every view); the kept
+//! samples are then summed in parallel (rayon), in two passes: their
+//! times (for the span when the range is open), then their columns.
 
+use cpuprof_profile::Profile;
 use rayon::prelude::*;
 use regex::Regex;
-use rustc_hash::FxHashMap;
 
 use crate::stacks::Stacks;
-use crate::threads::{thread_of, ThreadKey};
-use crate::time::sample_time;
+use crate::threads::ThreadIndex;
+use crate::time::{SampleTimes, NO_TIME};
+
+/// What the timelines read of every sample, read from the labels once:
+/// its time and its thread.
+#[derive(Clone, Debug)]
+pub struct SampleIndex {
+    /// Every sample's time.
+    pub times: SampleTimes,
+    /// Every sample's thread.
+    pub threads: ThreadIndex,
+}
+
+impl SampleIndex {
+    /// The index of `profile`'s samples.
+    pub fn of(profile: &Profile) -> SampleIndex {
+        let (times, threads) =
+            rayon::join(|| SampleTimes::of(profile), || ThreadIndex::of(profile));
+        SampleIndex { times, threads }
+    }
+}
 
 /// One second in nanoseconds.
 pub const SECOND_NS: i64 = 1_000_000_000;
@@ -42,6 +63,8 @@ pub struct ActivityOptions<'a> {
     pub highlight: Option<&'a Regex>,
     /// The rows of the subsecond heat map (0: no heat map).
     pub heat_rows: usize,
+    /// The times and threads of the profile's samples.
+    pub index: &'a SampleIndex,
 }
 
 /// One thread's activity.
@@ -113,18 +136,21 @@ struct Partial<'s> {
 /// What one worker has summed.
 #[derive(Default)]
 struct Sums<'s> {
-    tracks: FxHashMap<ThreadKey<'s>, Partial<'s>>,
+    /// Per thread (its key in the [`ThreadIndex`]).
+    tracks: Vec<Option<Partial<'s>>>,
     cells: Vec<i64>,
     matching_cells: Vec<i64>,
 }
 
 impl Sums<'_> {
     fn merge(mut self, other: Self) -> Self {
-        for (key, theirs) in other.tracks {
-            match self.tracks.get_mut(&key) {
-                None => {
-                    self.tracks.insert(key, theirs);
-                }
+        if self.tracks.len() < other.tracks.len() {
+            self.tracks.resize_with(other.tracks.len(), || None);
+        }
+        for (slot, theirs) in self.tracks.iter_mut().zip(other.tracks) {
+            let Some(theirs) = theirs else { continue };
+            match slot {
+                None => *slot = Some(theirs),
                 Some(ours) => {
                     if theirs.named_at >= ours.named_at && theirs.name.is_some() {
                         ours.name = theirs.name;
@@ -160,17 +186,18 @@ impl Activity {
     pub fn build(stacks: &Stacks, options: &ActivityOptions) -> Option<Activity> {
         let width = options.columns.max(1);
         let n = stacks.len();
-        // Pass 1: each kept sample's offset (i64::MIN: no time).
-        let offsets: Vec<i64> = (0..n)
+        let times = &options.index.times.times;
+        let threads = &options.index.threads;
+        // Each kept sample's offset (i64::MIN: no time).
+        let offset_of = |i: usize| match times[stacks.sample_index(i)] {
+            NO_TIME => i64::MIN,
+            t => t.saturating_sub(options.origin),
+        };
+        // Pass 1: the last offset.
+        let last = (0..n)
             .into_par_iter()
             .with_min_len(PIECE)
-            .map(|i| {
-                sample_time(stacks.sample(i)).map_or(i64::MIN, |t| t.saturating_sub(options.origin))
-            })
-            .collect();
-        let last = offsets
-            .par_iter()
-            .copied()
+            .map(offset_of)
             .max()
             .filter(|&l| l != i64::MIN)?;
         let from = options.from;
@@ -211,7 +238,7 @@ impl Activity {
                 || {
                     (
                         Sums {
-                            tracks: FxHashMap::default(),
+                            tracks: Vec::new(),
                             cells: vec![0; seconds * heat_rows],
                             matching_cells: vec![
                                 0;
@@ -228,7 +255,7 @@ impl Activity {
                     )
                 },
                 |(mut sums, mut frame_matches, mut frames), i| {
-                    let offset = offsets[i];
+                    let offset = offset_of(i);
                     if offset == i64::MIN {
                         return (sums, frame_matches, frames);
                     }
@@ -263,9 +290,12 @@ impl Activity {
                         return (sums, frame_matches, frames);
                     }
                     let column = (((offset - from) / column_ns) as usize).min(width - 1);
-                    let thread = thread_of(stacks.sample(i));
-                    let track = sums.tracks.entry(thread.key()).or_insert_with(|| Partial {
-                        name: thread.name,
+                    let thread = threads.thread(stacks.sample_index(i));
+                    if sums.tracks.is_empty() {
+                        sums.tracks.resize_with(threads.keys, || None);
+                    }
+                    let track = sums.tracks[thread.key as usize].get_or_insert_with(|| Partial {
+                        name: thread.name.as_deref(),
                         named_at: offset,
                         tid: thread.tid,
                         first: offset,
@@ -275,7 +305,7 @@ impl Activity {
                     // The name the thread had last (a thread renames
                     // itself early).
                     if thread.name.is_some() && offset >= track.named_at {
-                        track.name = thread.name;
+                        track.name = thread.name.as_deref();
                         track.named_at = offset;
                     }
                     track.first = track.first.min(offset);
@@ -290,7 +320,8 @@ impl Activity {
             .reduce(Sums::default, Sums::merge);
         let mut tracks: Vec<Track> = sums
             .tracks
-            .into_values()
+            .into_iter()
+            .flatten()
             .map(|p| Track {
                 label: crate::threads::SampleThread {
                     name: p.name,
@@ -380,6 +411,7 @@ mod tests {
             }
         }
         let stacks = Stacks::build(&profile, &crate::Options::default());
+        let index = SampleIndex::of(&profile);
         let activity = Activity::build(
             &stacks,
             &ActivityOptions {
@@ -389,6 +421,7 @@ mod tests {
                 columns: 3,
                 highlight: None,
                 heat_rows: 50,
+                index: &index,
             },
         )
         .unwrap();

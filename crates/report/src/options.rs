@@ -83,6 +83,10 @@ pub struct Options {
     /// for the report, Go pprof's default), `auto` (each value its own)
     /// or a unit (`ms`); see [`crate::measure::Measure::select`].
     pub unit: String,
+    /// Keep only the samples of this time range (`--time`), before every
+    /// other filter: reports of the range are those of a profile holding
+    /// its samples only.
+    pub window: Option<crate::time::TimeWindow>,
 }
 
 impl Default for Options {
@@ -107,6 +111,7 @@ impl Default for Options {
             keep_profiler_frames: false,
             tags: TagOptions::default(),
             unit: "minimum".to_string(),
+            window: None,
         }
     }
 }

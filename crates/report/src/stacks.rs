@@ -324,6 +324,9 @@ impl<'p> Stacks<'p> {
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
         let mut label_sets = options.tags.adds_frames().then(LabelSets::default);
         for (index, sample) in profile.samples.iter().enumerate() {
+            if options.window.as_ref().is_some_and(|w| !w.keeps(index)) {
+                continue;
+            }
             let value = sample_value(sample, value_index, options.mean);
             stacks.grand_total = stacks.grand_total.saturating_add(value);
             let locations: &[LocationId] = &sample.locations;
@@ -502,6 +505,11 @@ impl<'p> Stacks<'p> {
         &self.profile.samples[self.samples[i].sample as usize]
     }
 
+    /// The index in the profile of kept sample `i`.
+    pub fn sample_index(&self, i: usize) -> usize {
+        self.samples[i].sample as usize
+    }
+
     /// The value of kept sample `i`.
     pub fn value(&self, i: usize) -> i64 {
         self.samples[i].value
@@ -542,6 +550,22 @@ impl<'p> Stacks<'p> {
         };
         let none = Stacks::build(profile, &unfiltered);
         if none.is_empty() {
+            if let Some(window) = &options.window {
+                let all = Stacks::build(
+                    profile,
+                    &Options {
+                        window: None,
+                        ..unfiltered.clone()
+                    },
+                );
+                if !all.is_empty() {
+                    return Some(format!(
+                        "{} keeps none of the {} samples: nothing left to show",
+                        window.setting,
+                        all.len()
+                    ));
+                }
+            }
             return Some(if profile.samples.is_empty() {
                 "the profile has no samples".to_string()
             } else {

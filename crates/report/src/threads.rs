@@ -15,7 +15,9 @@
 //! `comm`. A thread is told apart by its process and id, or by its name
 //! when it has no id ([`ThreadKey`]).
 
-use cpuprof_profile::{LabelValue, Sample};
+use cpuprof_profile::{LabelValue, Profile, Sample};
+use rayon::prelude::*;
+use rustc_hash::FxHashMap;
 
 /// The label keys that may hold a thread's id, in order of preference.
 pub const THREAD_ID_KEYS: [&str; 2] = ["tid", "thread_id"];
@@ -24,7 +26,7 @@ pub const THREAD_ID_KEYS: [&str; 2] = ["tid", "thread_id"];
 pub const THREAD_NAME_KEYS: [&str; 3] = ["thread_name", "thread_comm", "comm"];
 
 /// The thread of one sample, borrowed from its labels.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SampleThread<'s> {
     /// The process id (`pid`).
     pub pid: Option<i64>,
@@ -134,6 +136,110 @@ impl<'s> SampleThread<'s> {
     }
 }
 
+/// Every sample's thread, read from its labels once: the distinct
+/// readings ([`SampleThread`]s: a thread renamed has two) and, per
+/// sample, which one it is.
+#[derive(Clone, Debug)]
+pub struct ThreadIndex {
+    /// Per sample of the profile, in order: its entry in `threads`.
+    pub of_sample: Vec<u32>,
+    /// The distinct readings, in order of first appearance.
+    pub threads: Vec<IndexedThread>,
+    /// The number of distinct threads (keys).
+    pub keys: usize,
+}
+
+/// One distinct reading of a sample's thread labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct IndexedThread {
+    /// The process id.
+    pub pid: Option<i64>,
+    /// The thread id.
+    pub tid: Option<i64>,
+    /// The thread's name.
+    pub name: Option<String>,
+    /// The process's name.
+    pub process: Option<String>,
+    /// The thread it is (the same for two names of one thread), from 0 to
+    /// [`ThreadIndex::keys`].
+    pub key: u32,
+}
+
+impl IndexedThread {
+    /// As the samples' labels read.
+    pub fn thread(&self) -> SampleThread<'_> {
+        SampleThread {
+            pid: self.pid,
+            tid: self.tid,
+            name: self.name.as_deref(),
+            process: self.process.as_deref(),
+        }
+    }
+}
+
+/// Samples per parallel piece of [`ThreadIndex::of`].
+const PIECE: usize = 1 << 16;
+
+impl ThreadIndex {
+    /// The threads of `profile`'s samples (read in parallel).
+    pub fn of(profile: &Profile) -> ThreadIndex {
+        // Each piece: its distinct readings and its samples' ids in them.
+        let pieces: Vec<(Vec<SampleThread>, Vec<u32>)> = profile
+            .samples
+            .par_chunks(PIECE)
+            .map(|chunk| {
+                let mut seen: FxHashMap<SampleThread, u32> = FxHashMap::default();
+                let mut list = Vec::new();
+                let ids = chunk
+                    .iter()
+                    .map(|sample| {
+                        let thread = thread_of(sample);
+                        *seen.entry(thread).or_insert_with(|| {
+                            list.push(thread);
+                            list.len() as u32 - 1
+                        })
+                    })
+                    .collect();
+                (list, ids)
+            })
+            .collect();
+        let mut global: FxHashMap<SampleThread, u32> = FxHashMap::default();
+        let mut keys: FxHashMap<ThreadKey, u32> = FxHashMap::default();
+        let mut threads = Vec::new();
+        let mut of_sample = Vec::with_capacity(profile.samples.len());
+        for (list, ids) in pieces {
+            let to_global: Vec<u32> = list
+                .iter()
+                .map(|thread| {
+                    *global.entry(*thread).or_insert_with(|| {
+                        let next = keys.len() as u32;
+                        let key = *keys.entry(thread.key()).or_insert(next);
+                        threads.push(IndexedThread {
+                            pid: thread.pid,
+                            tid: thread.tid,
+                            name: thread.name.map(str::to_string),
+                            process: thread.process.map(str::to_string),
+                            key,
+                        });
+                        threads.len() as u32 - 1
+                    })
+                })
+                .collect();
+            of_sample.extend(ids.iter().map(|&id| to_global[id as usize]));
+        }
+        ThreadIndex {
+            of_sample,
+            threads,
+            keys: keys.len(),
+        }
+    }
+
+    /// The thread of the profile's sample `index`.
+    pub fn thread(&self, index: usize) -> &IndexedThread {
+        &self.threads[self.of_sample[index] as usize]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +261,46 @@ mod tests {
             locations: vec![],
             values: vec![1],
             labels,
+        }
+    }
+
+    proptest::proptest! {
+        /// The index reads every sample's thread as `thread_of` does, and
+        /// two readings are one thread exactly when their keys are equal
+        /// (samples spread over pieces of the parallel read).
+        #[test]
+        fn the_index_reads_threads_as_thread_of(
+            readings in proptest::collection::vec(
+                (proptest::option::of(0i64..3), proptest::option::of(0i64..3), proptest::option::of(0usize..3)),
+                1..20,
+            ),
+            picks in proptest::collection::vec(0usize..20, 0..200),
+            spread in 0usize..3,
+        ) {
+            let names = ["a", "b", ""];
+            let make = |(pid, tid, name): &(Option<i64>, Option<i64>, Option<usize>)| {
+                let mut labels = Vec::new();
+                if let Some(pid) = pid { labels.push(num("pid", *pid)); }
+                if let Some(tid) = tid { labels.push(text("thread_id", &tid.to_string())); }
+                if let Some(n) = name { labels.push(text("thread_name", names[*n])); }
+                sample(labels)
+            };
+            // Pieces are PIECE samples long: pad so that the picks span
+            // several of them.
+            let mut samples: Vec<Sample> = vec![make(&readings[0]); spread * PIECE];
+            samples.extend(picks.iter().map(|&p| make(&readings[p % readings.len()])));
+            let profile = Profile { samples, ..Profile::default() };
+            let index = ThreadIndex::of(&profile);
+            proptest::prop_assert_eq!(index.of_sample.len(), profile.samples.len());
+            let step = (profile.samples.len() / 500).max(1);
+            let checked: Vec<usize> = (0..profile.samples.len()).step_by(step).chain(spread * PIECE..profile.samples.len()).collect();
+            for &i in &checked {
+                proptest::prop_assert_eq!(index.thread(i).thread(), thread_of(&profile.samples[i]));
+                for &j in checked.iter().step_by(7) {
+                    let same_key = thread_of(&profile.samples[i]).key() == thread_of(&profile.samples[j]).key();
+                    proptest::prop_assert_eq!(index.thread(i).key == index.thread(j).key, same_key);
+                }
+            }
         }
     }
 

@@ -9,7 +9,10 @@
 //! `time_nanos`), else the earliest sample time (perf.data's times count
 //! from boot, not from the epoch).
 
+use std::sync::Arc;
+
 use cpuprof_profile::{LabelValue, Profile, Sample};
+use rayon::prelude::*;
 
 /// The label key of a sample's time, in nanoseconds.
 pub const TIMESTAMP_KEY: &str = "timestamp_ns";
@@ -24,6 +27,84 @@ pub fn sample_time(sample: &Sample) -> Option<i64> {
         LabelValue::Num { value, .. } if l.key == TIMESTAMP_KEY => Some(*value),
         _ => None,
     })
+}
+
+/// [`SampleTimes::times`] of a sample without a time.
+pub const NO_TIME: i64 = i64::MIN;
+
+/// Every sample's time, read from its labels once (a profile of ten
+/// million samples is not scanned again for each view or range).
+#[derive(Clone, Debug)]
+pub struct SampleTimes {
+    /// Per sample of the profile, in order: its time, or [`NO_TIME`].
+    pub times: Arc<[i64]>,
+    /// Their span; `None` when no sample has a time.
+    pub span: Option<Span>,
+}
+
+impl SampleTimes {
+    /// The times of `profile`'s samples (read in parallel).
+    pub fn of(profile: &Profile) -> SampleTimes {
+        let times: Vec<i64> = profile
+            .samples
+            .par_iter()
+            .with_min_len(1 << 14)
+            .map(|s| sample_time(s).unwrap_or(NO_TIME))
+            .collect();
+        let (first, last) = times
+            .par_iter()
+            .filter(|&&t| t != NO_TIME)
+            .fold(
+                || (i64::MAX, i64::MIN),
+                |(lo, hi), &t| (lo.min(t), hi.max(t)),
+            )
+            .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let span = (first <= last).then(|| Span {
+            origin: origin(profile.time_nanos, profile.duration_nanos, first),
+            first,
+            last,
+        });
+        SampleTimes {
+            times: times.into(),
+            span,
+        }
+    }
+
+    /// The samples `range` keeps, as a window reports apply while they
+    /// build their stacks (no copy of the profile); `setting` is the
+    /// setting and value that asked for it (`time=1s:2s`), for messages.
+    /// `None` when no sample has a time.
+    pub fn window(&self, range: TimeRange, setting: String) -> Option<TimeWindow> {
+        let origin = i128::from(self.span?.origin);
+        Some(TimeWindow {
+            times: Arc::clone(&self.times),
+            start: origin + i128::from(range.start),
+            end: range.end.map_or(i128::MAX, |end| origin + i128::from(end)),
+            setting,
+        })
+    }
+}
+
+/// The samples of a time range, by their index in the profile
+/// ([`SampleTimes::window`]); reports keep only these
+/// ([`crate::Options::window`]).
+#[derive(Clone, Debug)]
+pub struct TimeWindow {
+    times: Arc<[i64]>,
+    /// The first time kept (ns, on the samples' clock).
+    start: i128,
+    /// The first time no longer kept.
+    end: i128,
+    /// The setting that asked for it, as the user wrote it.
+    pub setting: String,
+}
+
+impl TimeWindow {
+    /// True when the profile's sample `index` is in the window.
+    pub fn keeps(&self, index: usize) -> bool {
+        let t = self.times.get(index).copied().unwrap_or(NO_TIME);
+        t != NO_TIME && i128::from(t) >= self.start && i128::from(t) < self.end
+    }
 }
 
 /// The span of a profile's sample times.
@@ -142,15 +223,18 @@ impl TimeRange {
 
     /// A copy of `profile` with only the samples whose time falls in the
     /// range (samples without a time are dropped); the tables stay as
-    /// they are, so that every location keeps its id. `None` when no
-    /// sample has a time.
-    pub fn filter(&self, profile: &Profile) -> Option<Profile> {
-        let span = Span::of(profile)?;
+    /// they are, so that every location keeps its id. `times` are the
+    /// profile's ([`SampleTimes::of`]). `None` when no sample has a time.
+    /// (Reports do not copy: they keep a [`TimeWindow`]'s samples; this is
+    /// for what writes or subtracts whole profiles.)
+    pub fn filter(&self, profile: &Profile, times: &SampleTimes) -> Option<Profile> {
+        let window = times.window(*self, String::new())?;
         let samples = profile
             .samples
             .iter()
-            .filter(|s| sample_time(s).is_some_and(|t| self.contains(span.origin, t)))
-            .cloned()
+            .enumerate()
+            .filter(|(i, _)| window.keeps(*i))
+            .map(|(_, s)| s.clone())
             .collect();
         Some(Profile {
             samples,
@@ -308,6 +392,40 @@ mod tests {
             prop_assert_eq!(range.end, (!open).then_some(a + len));
             prop_assert!(range.contains(0, a));
             prop_assert!(!range.contains(0, a - 1));
+        }
+
+        /// The index's times, span and window keep what the labels say,
+        /// sample by sample (times anywhere on the clock, some missing).
+        #[test]
+        fn windows_keep_what_the_labels_say(
+            times in proptest::collection::vec(proptest::option::of(any::<i64>()), 0..40),
+            time_nanos in any::<i64>(),
+            start in 0i64..i64::MAX,
+            len in proptest::option::of(1i64..i64::MAX),
+        ) {
+            let mut profile = Profile { time_nanos, ..Profile::default() };
+            for t in &times {
+                profile.samples.push(Sample {
+                    locations: vec![],
+                    values: vec![1],
+                    labels: t.iter().map(|&t| cpuprof_profile::Label::num(TIMESTAMP_KEY, t, "ns")).collect(),
+                });
+            }
+            let index = SampleTimes::of(&profile);
+            prop_assert_eq!(index.span, Span::of(&profile));
+            let range = TimeRange { start, end: len.map(|l| start.saturating_add(l)) };
+            match (index.window(range, "time=x".into()), Span::of(&profile)) {
+                (Some(window), Some(span)) => {
+                    for (i, t) in times.iter().enumerate() {
+                        prop_assert_eq!(window.keeps(i), t.is_some_and(|t| range.contains(span.origin, t)));
+                    }
+                    let copy = range.filter(&profile, &index).unwrap();
+                    let kept = (0..times.len()).filter(|&i| window.keeps(i)).count();
+                    prop_assert_eq!(copy.samples.len(), kept);
+                }
+                (None, None) => prop_assert!(times.iter().all(Option::is_none)),
+                _ => prop_assert!(false, "the index's span differs"),
+            }
         }
 
         #[test]

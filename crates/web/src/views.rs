@@ -97,7 +97,7 @@ impl App {
             configs: configs::default_path(),
             totals,
             unfiltered_download: std::sync::OnceLock::new(),
-            span: cpuprof_report::time::Span::of(profile),
+            span: session.sample_index().times.span,
         }
     }
 

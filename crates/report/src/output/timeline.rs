@@ -11,10 +11,10 @@ use std::io::{self, Write};
 
 use regex::Regex;
 
-use crate::activity::{Activity, ActivityOptions};
+use crate::activity::{Activity, ActivityOptions, SampleIndex};
 use crate::measure;
 use crate::stacks::Stacks;
-use crate::time::{offset_text, sample_time};
+use crate::time::offset_text;
 
 /// What every timeline says, in one line, of a profile without sample
 /// times.
@@ -54,6 +54,8 @@ pub struct TimelineOptions<'a> {
     /// With a regex: a second line per thread for the samples whose stack
     /// has a frame matching it.
     pub highlight: Option<&'a Regex>,
+    /// The times and threads of the profile's samples.
+    pub index: &'a SampleIndex,
 }
 
 /// Writes the timeline of `stacks` (the kept samples, every filter
@@ -75,6 +77,7 @@ pub fn write(
                 columns,
                 highlight: options.highlight,
                 heat_rows: 0,
+                index: options.index,
             },
         )
     };
@@ -95,12 +98,7 @@ pub fn write(
         }
     }
     let Some(activity) = activity else {
-        let has_times = stacks
-            .profile()
-            .samples
-            .iter()
-            .any(|s| sample_time(s).is_some());
-        if has_times {
+        if options.index.times.span.is_some() {
             writeln!(
                 out,
                 "{profile_name}: no sample in the time range and filters"
@@ -356,6 +354,7 @@ mod tests {
             });
         }
         let stacks = Stacks::build(&profile, &crate::Options::default());
+        let index = SampleIndex::of(&profile);
         let mut out = Vec::new();
         let options = TimelineOptions {
             origin: 5_000_000_000,
@@ -364,6 +363,7 @@ mod tests {
             width: 10,
             line_width: None,
             highlight: None,
+            index: &index,
         };
         write(&mut out, &stacks, &options, "p").unwrap();
         let text = String::from_utf8(out).unwrap();
@@ -408,6 +408,7 @@ mod tests {
                 });
             }
             let stacks = Stacks::build(&profile, &crate::Options::default());
+            let index = SampleIndex::of(&profile);
             let options = TimelineOptions {
                 origin: 0,
                 from: 0,
@@ -415,6 +416,7 @@ mod tests {
                 width: DEFAULT_WIDTH,
                 line_width: Some(80),
                 highlight: None,
+                index: &index,
             };
             let mut out = Vec::new();
             write(&mut out, &stacks, &options, "p").unwrap();
@@ -440,6 +442,7 @@ mod tests {
     fn no_times_is_one_line() {
         let profile = ProfileBuilder::new(vec![ValueType::new("cpu", "nanoseconds")]).finish();
         let stacks = Stacks::build(&profile, &crate::Options::default());
+        let index = SampleIndex::of(&profile);
         let options = TimelineOptions {
             origin: 0,
             from: 0,
@@ -447,6 +450,7 @@ mod tests {
             width: 60,
             line_width: None,
             highlight: None,
+            index: &index,
         };
         let mut out = Vec::new();
         write(&mut out, &stacks, &options, "x.prof").unwrap();
