@@ -168,6 +168,13 @@ impl Session {
         Some(self.indexes[at].get_or_init(|| SampleIndex::of(profile)))
     }
 
+    /// The profile's samples in columns, when its index has been read
+    /// (not read for them: a one-shot report reads each sample once
+    /// anyway).
+    fn columns_read(&self) -> Option<std::sync::Arc<cpuprof_report::stacks::SampleColumns>> {
+        self.indexes[0].get().map(|index| index.columns.clone())
+    }
+
     /// The times and threads of the samples of the profile reports read.
     pub fn sample_index(&self) -> &SampleIndex {
         self.indexes[0].get_or_init(|| SampleIndex::of(&self.profile))
@@ -575,6 +582,9 @@ struct Timed<'a> {
     /// When `profile` is the session's whole profile: the samples of the
     /// `time` range, which reports keep (no copy).
     window: Option<TimeWindow>,
+    /// When `profile` is the session's whole profile and its index was
+    /// read (a server, a time range): its samples in columns.
+    columns: Option<std::sync::Arc<cpuprof_report::stacks::SampleColumns>>,
 }
 
 impl Timed<'_> {
@@ -590,6 +600,10 @@ impl Timed<'_> {
         if std::ptr::eq(profile, &*self.profile) {
             options.window = self.window.clone();
         }
+        options.columns = self
+            .columns
+            .clone()
+            .filter(|_| std::ptr::eq(profile, &*self.profile));
         Ok(options)
     }
 
@@ -644,6 +658,7 @@ impl Session {
                 same_locations: true,
                 range: None,
                 window: None,
+                columns: self.columns_read(),
             });
         }
         let keep = |profile, range, setting, names: &dyn Fn() -> String| {
@@ -665,6 +680,7 @@ impl Session {
                     same_locations: false,
                     range: time,
                     window: None,
+                    columns: None,
                 })
             }
             _ => {
@@ -689,9 +705,12 @@ impl Session {
                     }
                     _ => None,
                 };
-                let profile = match window {
-                    Some(_) => Cow::Borrowed(&self.profile),
-                    None => keep(&self.profile, time, "time", &|| self.profile_names())?,
+                let (profile, columns) = match window {
+                    Some(_) => (Cow::Borrowed(&self.profile), self.columns_read()),
+                    None => (
+                        keep(&self.profile, time, "time", &|| self.profile_names())?,
+                        None,
+                    ),
                 };
                 Ok(Timed {
                     profile,
@@ -699,6 +718,7 @@ impl Session {
                     same_locations: true,
                     range: time,
                     window,
+                    columns,
                 })
             }
         }

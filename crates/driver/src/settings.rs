@@ -819,8 +819,10 @@ impl Config {
             keep_profiler_frames: self.bool("keep_profiler_frames"),
             tags: self.tag_options()?,
             unit: self.get("unit").to_string(),
-            // The session sets it (a window of its profile's samples).
+            // The session sets them (a window of its profile's samples,
+            // their values in columns).
             window: None,
+            columns: None,
         })
     }
 

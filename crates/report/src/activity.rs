@@ -25,21 +25,31 @@ use crate::threads::ThreadIndex;
 use crate::time::{SampleTimes, NO_TIME};
 
 /// What the timelines read of every sample, read from the labels once:
-/// its time and its thread.
+/// its time and its thread; and its values in columns, which reports of a
+/// session read instead of each sample's own (a profile of ten million
+/// samples holds them in as many small allocations).
 #[derive(Clone, Debug)]
 pub struct SampleIndex {
     /// Every sample's time.
     pub times: SampleTimes,
     /// Every sample's thread.
     pub threads: ThreadIndex,
+    /// Its values and stack facts in columns ([`crate::Options::columns`]).
+    pub columns: std::sync::Arc<crate::stacks::SampleColumns>,
 }
 
 impl SampleIndex {
     /// The index of `profile`'s samples.
     pub fn of(profile: &Profile) -> SampleIndex {
-        let (times, threads) =
-            rayon::join(|| SampleTimes::of(profile), || ThreadIndex::of(profile));
-        SampleIndex { times, threads }
+        let ((times, threads), columns) = rayon::join(
+            || rayon::join(|| SampleTimes::of(profile), || ThreadIndex::of(profile)),
+            || crate::stacks::SampleColumns::of(profile),
+        );
+        SampleIndex {
+            times,
+            threads,
+            columns: std::sync::Arc::new(columns),
+        }
     }
 }
 

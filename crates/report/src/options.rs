@@ -87,6 +87,10 @@ pub struct Options {
     /// other filter: reports of the range are those of a profile holding
     /// its samples only.
     pub window: Option<crate::time::TimeWindow>,
+    /// The profile's samples in columns (a session's
+    /// [`crate::activity::SampleIndex::columns`]), read instead of each
+    /// sample's own values. Only for the profile they were read from.
+    pub columns: Option<std::sync::Arc<crate::stacks::SampleColumns>>,
 }
 
 impl Default for Options {
@@ -112,6 +116,7 @@ impl Default for Options {
             tags: TagOptions::default(),
             unit: "minimum".to_string(),
             window: None,
+            columns: None,
         }
     }
 }

@@ -4,7 +4,8 @@
 //! [`crate::graph::Graph`] built from it); it is rebuilt for each report and
 //! never becomes the source of truth.
 
-use cpuprof_profile::{LocationId, MappingId, Profile, ValueType};
+use cpuprof_profile::{LocationId, MappingId, Profile, Sample, ValueType};
+use rayon::prelude::*;
 use regex::Regex;
 use rustc_hash::FxHashMap;
 use std::sync::{Arc, Mutex};
@@ -230,6 +231,75 @@ pub struct Stacks<'p> {
     pub granularity: Granularity,
 }
 
+/// The second of `locations` is the leaf again, as a caller (address - 1):
+/// an unwinder's duplicate that reports show once.
+fn duplicated_leaf(profile: &Profile, locations: &[LocationId]) -> bool {
+    locations.len() >= 2
+        && profile.location(locations[1]).address.wrapping_add(1)
+            == profile.location(locations[0]).address
+}
+
+/// What reports read of every sample of a profile, in columns, so that a
+/// session's reports do not reach into each sample's own allocations
+/// (scattered in memory: a profile of ten million samples holds tens of
+/// millions of them). See [`Options::columns`].
+#[derive(Debug)]
+pub struct SampleColumns {
+    /// Per sample type, every sample's value.
+    pub values: Vec<Vec<i64>>,
+    /// Per sample: its stack's second location is its leaf again.
+    pub duplicated_leaf: Vec<bool>,
+}
+
+impl SampleColumns {
+    /// The columns of `profile` (read in parallel).
+    pub fn of(profile: &Profile) -> SampleColumns {
+        let (values, duplicated) = rayon::join(
+            || {
+                (0..profile.sample_types.len())
+                    .map(|t| {
+                        profile
+                            .samples
+                            .par_iter()
+                            .with_min_len(PIECE)
+                            .map(|s| s.values.get(t).copied().unwrap_or(0))
+                            .collect()
+                    })
+                    .collect()
+            },
+            || {
+                profile
+                    .samples
+                    .par_iter()
+                    .with_min_len(PIECE)
+                    .map(|s| duplicated_leaf(profile, &s.locations))
+                    .collect()
+            },
+        );
+        SampleColumns {
+            values,
+            duplicated_leaf: duplicated,
+        }
+    }
+}
+
+/// Samples per parallel piece of [`Stacks::build_cached`].
+const PIECE: usize = 1 << 16;
+
+/// What [`Stacks::keep`] reads besides the options: per location, whether
+/// it matches focus, ignore and show_from.
+struct SampleFilters<'f> {
+    value_index: usize,
+    /// The column of the reported value ([`Options::columns`]).
+    values: Option<&'f [i64]>,
+    /// The duplicated-leaf column ([`Options::columns`]).
+    duplicated_leaf: Option<&'f [bool]>,
+    any_profiler: bool,
+    focus: &'f [bool],
+    ignore: &'f [bool],
+    show_from: &'f [bool],
+}
+
 /// What the report needs of each location, computed once per location.
 struct LocationView {
     frames: Vec<FrameId>,
@@ -312,7 +382,7 @@ impl<'p> Stacks<'p> {
             location_frames,
             location_arena,
             profiler,
-            samples: Vec::with_capacity(profile.samples.len()),
+            samples: Vec::new(),
             label_frames: Vec::new(),
             grand_total: 0,
             total: 0,
@@ -320,68 +390,176 @@ impl<'p> Stacks<'p> {
             sample_type,
             granularity: options.granularity,
         };
-        let any_profiler = stacks.profiler.iter().any(|&p| p);
+        // Columns of another profile (of as many samples) would be wrong
+        // silently: only a profile's own are read.
+        let columns = options
+            .columns
+            .as_deref()
+            .filter(|c| c.duplicated_leaf.len() == profile.samples.len());
+        let filters = SampleFilters {
+            value_index,
+            values: columns
+                .and_then(|c| c.values.get(value_index))
+                .map(Vec::as_slice),
+            duplicated_leaf: columns.map(|c| c.duplicated_leaf.as_slice()),
+            any_profiler: stacks.profiler.iter().any(|&p| p),
+            focus: &focus,
+            ignore: &ignore,
+            show_from: &show_from,
+        };
         let mut kept: Vec<LocationId> = Vec::with_capacity(256);
         let mut label_sets = options.tags.adds_frames().then(LabelSets::default);
-        for (index, sample) in profile.samples.iter().enumerate() {
-            if options.window.as_ref().is_some_and(|w| !w.keeps(index)) {
-                continue;
-            }
-            let value = sample_value(sample, value_index, options.mean);
-            stacks.grand_total = stacks.grand_total.saturating_add(value);
-            let locations: &[LocationId] = &sample.locations;
-            let filtered = if any_profiler || stacks.duplicated_leaf(locations) {
-                stacks.filter(locations, &mut kept)
-            } else {
-                false
-            };
-            let locations = if filtered { &kept[..] } else { locations };
-            if options.tags.filters_samples() && !options.tags.keeps(&sample.labels) {
-                continue;
-            }
-            // The pseudo-frames come before the filters (as Go pprof makes
-            // them): focus, ignore, hide and show see them too.
-            let labels = label_sets
-                .as_mut()
-                .map(|sets| sets.index(options, &sample.labels));
-            let set = |i: Option<u32>| label_sets.as_ref().zip(i).map(|(s, i)| &s.sets[i as usize]);
-            if options.focus.is_some()
-                && !locations.iter().any(|l| focus[l.index()])
-                && !set(labels).is_some_and(|s| s.focus)
-            {
-                continue;
-            }
-            if options.ignore.is_some()
-                && (locations.iter().any(|l| ignore[l.index()])
-                    || set(labels).is_some_and(|s| s.ignore))
-            {
-                continue;
-            }
-            let mut depth = u32::MAX;
-            if options.show_from.is_some() {
-                // Go pprof's ShowFrom: cut above the outermost match, drop
-                // the stacks without one.
-                match locations.iter().rposition(|l| show_from[l.index()]) {
-                    Some(outermost) if outermost + 1 < locations.len() => {
-                        depth = outermost as u32 + 1;
+        if label_sets.is_none() && profile.samples.len() > PIECE {
+            // In parallel, piece by piece: each piece's kept samples at
+            // the start of its own part of one array, then moved together
+            // in order (nothing moves when every sample is kept).
+            // Uninitialized: a window that keeps a quarter of the samples
+            // touches a quarter of it.
+            let mut all: Vec<Kept> = Vec::with_capacity(profile.samples.len());
+            let pieces: Vec<(i64, i64, usize)> = all.spare_capacity_mut()[..profile.samples.len()]
+                .par_chunks_mut(PIECE)
+                .zip(profile.samples.par_chunks(PIECE))
+                .enumerate()
+                .map(|(piece, (out, samples))| {
+                    let mut kept = Vec::with_capacity(256);
+                    let (mut grand_total, mut total, mut count) = (0i64, 0i64, 0usize);
+                    for (j, sample) in samples.iter().enumerate() {
+                        let index = piece * PIECE + j;
+                        if let Some((value, keep)) =
+                            stacks.keep(index, sample, options, &filters, None, &mut kept)
+                        {
+                            grand_total = grand_total.saturating_add(value);
+                            if let Some(keep) = keep {
+                                total = total.saturating_add(keep.value);
+                                out[count].write(keep);
+                                count += 1;
+                            }
+                        }
                     }
-                    Some(_) => {}
-                    None => continue,
+                    (grand_total, total, count)
+                })
+                .collect();
+            let mut end = 0;
+            let spare = all.spare_capacity_mut();
+            for (piece, (grand_total, total, count)) in pieces.into_iter().enumerate() {
+                stacks.grand_total = stacks.grand_total.saturating_add(grand_total);
+                stacks.total = stacks.total.saturating_add(total);
+                let start = piece * PIECE;
+                if start != end {
+                    spare.copy_within(start..start + count, end);
+                }
+                end += count;
+            }
+            // SAFETY: the first `end` elements are the pieces' written
+            // ones (each piece wrote `count` from its start), moved
+            // together in order.
+            unsafe { all.set_len(end) };
+            if all.capacity() / 2 > end {
+                all.shrink_to_fit();
+            }
+            stacks.samples = all;
+            return stacks;
+        }
+        stacks.samples.reserve(profile.samples.len());
+        for (index, sample) in profile.samples.iter().enumerate() {
+            if let Some((value, keep)) = stacks.keep(
+                index,
+                sample,
+                options,
+                &filters,
+                label_sets.as_mut(),
+                &mut kept,
+            ) {
+                stacks.grand_total = stacks.grand_total.saturating_add(value);
+                if let Some(keep) = keep {
+                    stacks.total = stacks.total.saturating_add(keep.value);
+                    stacks.samples.push(keep);
                 }
             }
-            stacks.total = stacks.total.saturating_add(value);
-            stacks.samples.push(Kept {
-                sample: index as u32,
-                value,
-                filtered,
-                depth,
-                labels: labels.unwrap_or(u32::MAX),
-            });
         }
         if let Some(sets) = label_sets {
             stacks.add_label_frames(sets);
         }
         stacks
+    }
+
+    /// What [`Stacks::build_cached`] does with the profile's sample
+    /// `index`: `None` when the time window leaves it out; else its value
+    /// (for the grand total) and, unless a filter drops it, what is kept
+    /// of it. `kept` is scratch space.
+    fn keep(
+        &self,
+        index: usize,
+        sample: &Sample,
+        options: &Options,
+        filters: &SampleFilters,
+        label_sets: Option<&mut LabelSets>,
+        kept: &mut Vec<LocationId>,
+    ) -> Option<(i64, Option<Kept>)> {
+        if options.window.as_ref().is_some_and(|w| !w.keeps(index)) {
+            return None;
+        }
+        let value = match filters.values {
+            Some(column) if !options.mean => column.get(index).copied().unwrap_or(0),
+            _ => sample_value(sample, filters.value_index, options.mean),
+        };
+        let locations: &[LocationId] = &sample.locations;
+        let duplicated = match filters.duplicated_leaf {
+            Some(column) => column.get(index).copied().unwrap_or(false),
+            None => self.duplicated_leaf(locations),
+        };
+        let filtered = if filters.any_profiler || duplicated {
+            self.filter(locations, kept)
+        } else {
+            false
+        };
+        let locations = if filtered { &kept[..] } else { locations };
+        if options.tags.filters_samples() && !options.tags.keeps(&sample.labels) {
+            return Some((value, None));
+        }
+        // The pseudo-frames come before the filters (as Go pprof makes
+        // them): focus, ignore, hide and show see them too.
+        let (labels, set) = match label_sets {
+            Some(sets) => {
+                let i = sets.index(options, &sample.labels);
+                (Some(i), Some(&sets.sets[i as usize]))
+            }
+            None => (None, None),
+        };
+        if options.focus.is_some()
+            && !locations.iter().any(|l| filters.focus[l.index()])
+            && !set.is_some_and(|s| s.focus)
+        {
+            return Some((value, None));
+        }
+        if options.ignore.is_some()
+            && (locations.iter().any(|l| filters.ignore[l.index()])
+                || set.is_some_and(|s| s.ignore))
+        {
+            return Some((value, None));
+        }
+        let mut depth = u32::MAX;
+        if options.show_from.is_some() {
+            // Go pprof's ShowFrom: cut above the outermost match, drop
+            // the stacks without one.
+            match locations.iter().rposition(|l| filters.show_from[l.index()]) {
+                Some(outermost) if outermost + 1 < locations.len() => {
+                    depth = outermost as u32 + 1;
+                }
+                Some(_) => {}
+                None => return Some((value, None)),
+            }
+        }
+        Some((
+            value,
+            Some(Kept {
+                sample: index as u32,
+                value,
+                filtered,
+                depth,
+                labels: labels.unwrap_or(u32::MAX),
+            }),
+        ))
     }
 
     /// Makes the frames of the pseudo-frame sets: a pseudo-frame is the
@@ -432,9 +610,7 @@ impl<'p> Stacks<'p> {
 
     /// The second location is the leaf again, as a caller (address - 1).
     fn duplicated_leaf(&self, locations: &[LocationId]) -> bool {
-        locations.len() >= 2
-            && self.profile.location(locations[1]).address.wrapping_add(1)
-                == self.profile.location(locations[0]).address
+        duplicated_leaf(self.profile, locations)
     }
 
     /// Writes the frames of kept sample `i` (leaf first) into `frames`, and
@@ -968,5 +1144,104 @@ impl<'a> FrameTable<'a> {
             }
         }
         view
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::{SampleTimes, TimeRange};
+    use cpuprof_profile::{Label, ProfileBuilder};
+    use proptest::prelude::*;
+
+    /// Every kept sample: its profile index, frames and value.
+    fn kept(stacks: &Stacks) -> Vec<(usize, Vec<FrameId>, i64)> {
+        let mut frames = Vec::new();
+        (0..stacks.len())
+            .map(|i| {
+                let value = stacks.expand(i, &mut frames);
+                (stacks.sample_index(i), frames.clone(), value)
+            })
+            .collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(12))]
+        /// Reports read from a session's columns (values, duplicated
+        /// leaves) and a time window keep what they keep reading every
+        /// sample, sequentially (under a piece) and in parallel pieces
+        /// (over one), with focus and ignore or without.
+        #[test]
+        fn columns_and_pieces_keep_what_samples_say(
+            stacks_seed in proptest::collection::vec((0usize..6, 1usize..4, 0i64..50), 1..40),
+            many in any::<bool>(),
+            start in 0i64..100,
+            len in 1i64..100,
+            filter in 0usize..3,
+        ) {
+            // Locations at 0x1000.. and each one's "caller" at address - 1
+            // (the duplicated leaf of a gperftools stack).
+            let mut b = ProfileBuilder::new(vec![
+                ValueType::new("samples", "count"),
+                ValueType::new("cpu", "nanoseconds"),
+            ]);
+            let pool: Vec<(LocationId, LocationId)> = (0..6u64)
+                .map(|i| (b.location_at(0x1000 + 0x10 * i), b.location_at(0x1000 + 0x10 * i - 1)))
+                .collect();
+            let mut profile = b.finish();
+            let n = if many { PIECE + 3 * stacks_seed.len() } else { stacks_seed.len() };
+            for k in 0..n {
+                let (first, depth, value) = stacks_seed[k % stacks_seed.len()];
+                let mut locations = vec![pool[first].0];
+                if k % 3 == 0 {
+                    locations.push(pool[first].1);
+                }
+                for d in 1..depth {
+                    locations.push(pool[(first + d) % pool.len()].0);
+                }
+                profile.samples.push(Sample {
+                    locations,
+                    values: vec![1, value + k as i64 % 7],
+                    labels: vec![Label::num("timestamp_ns", (k % 200) as i64, "ns")],
+                });
+            }
+            let times = SampleTimes::of(&profile);
+            let window = times.window(
+                TimeRange { start, end: Some(start + len) },
+                "time=x".to_string(),
+            );
+            let mut plain = Options { window, ..Options::default() };
+            match filter {
+                1 => plain.focus = Some(Regex::new("1010|1020").unwrap()),
+                2 => plain.ignore = Some(Regex::new("1030").unwrap()),
+                _ => {}
+            }
+            let columned = Options {
+                columns: Some(Arc::new(SampleColumns::of(&profile))),
+                ..plain.clone()
+            };
+            let a = Stacks::build(&profile, &plain);
+            let b = Stacks::build(&profile, &columned);
+            prop_assert_eq!(a.grand_total, b.grand_total);
+            prop_assert_eq!(a.total, b.total);
+            prop_assert_eq!(kept(&a), kept(&b));
+            // Against the definition: the window's samples, read one by one.
+            let in_window = (0..profile.samples.len()).filter(|&i| {
+                let t = (i % 200) as i64;
+                t >= start && t < start + len
+            });
+            let grand: i64 = in_window.map(|i| profile.samples[i].values[1]).sum();
+            prop_assert_eq!(a.grand_total, grand);
+            // The focus keeps the samples with a frame of those locations
+            // (their names end in the address), no more.
+            if filter == 1 {
+                for (index, frames, _) in kept(&a) {
+                    prop_assert!(frames.iter().any(|&f| {
+                        let name = &a.frame(f).name;
+                        name.ends_with("1010") || name.ends_with("1020")
+                    }), "{index}");
+                }
+            }
+        }
     }
 }
