@@ -160,19 +160,41 @@ impl Session {
     /// The times and threads of the samples of `profile` when it is the
     /// session's (or one of its parts), read once; `None` for another.
     fn cached_index(&self, profile: &Profile) -> Option<&SampleIndex> {
-        let mut ours = vec![&self.profile];
-        if let Some((sum, base)) = &self.parts {
-            ours.extend([sum, base]);
-        }
-        let at = ours.iter().position(|p| std::ptr::eq(*p, profile))?;
+        let at = self.slot(profile)?;
         Some(self.indexes[at].get_or_init(|| SampleIndex::of(profile)))
     }
 
-    /// The profile's samples in columns, when its index has been read
-    /// (not read for them: a one-shot report reads each sample once
-    /// anyway).
-    fn columns_read(&self) -> Option<std::sync::Arc<cpuprof_report::stacks::SampleColumns>> {
-        self.indexes[0].get().map(|index| index.columns.clone())
+    /// Which of [`Session::indexes`] is `profile`'s: 0 for the profile
+    /// reports read, 1 and 2 for the parts of a diff.
+    fn slot(&self, profile: &Profile) -> Option<usize> {
+        let parts = self.parts.as_ref();
+        [
+            Some(&self.profile),
+            parts.map(|p| &p.0),
+            parts.map(|p| &p.1),
+        ]
+        .iter()
+        .position(|p| p.is_some_and(|p| std::ptr::eq(p, profile)))
+    }
+
+    /// The index of `profile`'s samples: the session's when it is one of
+    /// its profiles, else read now (a diff's range, copied).
+    fn index_for(&self, profile: &Profile) -> Cow<'_, SampleIndex> {
+        match self.cached_index(profile) {
+            Some(index) => Cow::Borrowed(index),
+            None => Cow::Owned(SampleIndex::of(profile)),
+        }
+    }
+
+    /// `profile`'s samples in columns, when it is one of the session's
+    /// profiles and its index has been read (not read for them: a
+    /// one-shot report reads each sample once anyway).
+    fn columns_read(
+        &self,
+        profile: &Profile,
+    ) -> Option<std::sync::Arc<cpuprof_report::stacks::SampleColumns>> {
+        let index = self.indexes[self.slot(profile)?].get()?;
+        Some(index.columns.clone())
     }
 
     /// The times and threads of the samples of the profile reports read.
@@ -213,7 +235,7 @@ impl Session {
             greeting.push_str(&format!("Base: {} (subtracted)\n", base.display()));
         }
         let timed = self.timed(config)?;
-        let options = timed.report_options(config, &timed.profile)?;
+        let options = timed.report_options(self, config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         let stacks = timed.with_base(&timed.profile, stacks, &options);
         // In a diff, the base's total, which percentages are of.
@@ -316,7 +338,7 @@ impl Session {
             (Output::Flame(_) | Output::Timeline, Some((sum, _))) => sum,
             _ => &timed.profile,
         };
-        let mut options = timed.report_options(config, profile)?;
+        let mut options = timed.report_options(self, config, profile)?;
         match command.output {
             // Listings need each frame's line or address.
             Output::List => options.granularity = Granularity::Lines,
@@ -463,7 +485,7 @@ impl Session {
     /// of tagroot/tagleaf: the web UI's download of the current view.
     pub fn filtered_profile(&self, config: &Config) -> Result<Profile> {
         let timed = self.timed(config)?;
-        let options = timed.report_options(config, &timed.profile)?;
+        let options = timed.report_options(self, config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         Ok(cpuprof_report::filtered::labelled_profile(
             &stacks,
@@ -477,7 +499,7 @@ impl Session {
     /// out).
     pub fn write_speedscope(&self, config: &Config, out: &mut dyn Write) -> Result<Vec<String>> {
         let timed = self.timed(config)?;
-        let options = timed.report_options(config, &timed.profile)?;
+        let options = timed.report_options(self, config, &timed.profile)?;
         let stacks = Stacks::build_cached(&timed.profile, &options, timed.cache(self));
         let name = self.program_name();
         Ok(cpuprof_report::output::speedscope::write(
@@ -524,19 +546,12 @@ impl Session {
             Some((sum, _)) => sum,
             None => &timed.profile,
         };
-        let options = timed.report_options(&all, profile)?;
+        let options = timed.report_options(self, &all, profile)?;
         let cache = std::ptr::eq(profile, &*timed.profile)
             .then(|| timed.cache(self))
             .flatten();
         let stacks = Stacks::build_cached(profile, &options, cache);
-        let local;
-        let index = match self.cached_index(profile) {
-            Some(index) => index,
-            None => {
-                local = SampleIndex::of(profile);
-                &local
-            }
-        };
+        let index = self.index_for(profile);
         let origin = index.times.span.map_or(0, |span| span.origin);
         let activity = Activity::build(
             &stacks,
@@ -547,7 +562,7 @@ impl Session {
                 columns,
                 highlight: highlight.as_ref(),
                 heat_rows,
-                index,
+                index: &index,
             },
         );
         let Some(activity) = activity else {
@@ -582,9 +597,6 @@ struct Timed<'a> {
     /// When `profile` is the session's whole profile: the samples of the
     /// `time` range, which reports keep (no copy).
     window: Option<TimeWindow>,
-    /// When `profile` is the session's whole profile and its index was
-    /// read (a server, a time range): its samples in columns.
-    columns: Option<std::sync::Arc<cpuprof_report::stacks::SampleColumns>>,
 }
 
 impl Timed<'_> {
@@ -594,16 +606,19 @@ impl Timed<'_> {
     }
 
     /// `config`'s report options for `profile`, with the time window
-    /// when `profile` is the one it is of.
-    fn report_options(&self, config: &Config, profile: &Profile) -> Result<Options> {
+    /// when `profile` is the one it is of, and the session's columns when
+    /// `profile` is one of its profiles.
+    fn report_options(
+        &self,
+        session: &Session,
+        config: &Config,
+        profile: &Profile,
+    ) -> Result<Options> {
         let mut options = config.report_options(profile)?;
         if std::ptr::eq(profile, &*self.profile) {
             options.window = self.window.clone();
         }
-        options.columns = self
-            .columns
-            .clone()
-            .filter(|_| std::ptr::eq(profile, &*self.profile));
+        options.columns = session.columns_read(profile);
         Ok(options)
     }
 
@@ -658,7 +673,6 @@ impl Session {
                 same_locations: true,
                 range: None,
                 window: None,
-                columns: self.columns_read(),
             });
         }
         let keep = |profile, range, setting, names: &dyn Fn() -> String| {
@@ -680,7 +694,6 @@ impl Session {
                     same_locations: false,
                     range: time,
                     window: None,
-                    columns: None,
                 })
             }
             _ => {
@@ -705,12 +718,9 @@ impl Session {
                     }
                     _ => None,
                 };
-                let (profile, columns) = match window {
-                    Some(_) => (Cow::Borrowed(&self.profile), self.columns_read()),
-                    None => (
-                        keep(&self.profile, time, "time", &|| self.profile_names())?,
-                        None,
-                    ),
+                let profile = match window {
+                    Some(_) => Cow::Borrowed(&self.profile),
+                    None => keep(&self.profile, time, "time", &|| self.profile_names())?,
                 };
                 Ok(Timed {
                     profile,
@@ -718,7 +728,6 @@ impl Session {
                     same_locations: true,
                     range: time,
                     window,
-                    columns,
                 })
             }
         }
@@ -1180,16 +1189,7 @@ impl RenderContext<'_> {
             .cached_index(whole)
             .and_then(|index| index.times.span)
             .map_or(0, |span| span.origin);
-        // The drawn profile's index: the session's, or (a diff's range
-        // copied) its own.
-        let local;
-        let index = match session.cached_index(self.stacks.profile()) {
-            Some(index) => index,
-            None => {
-                local = SampleIndex::of(self.stacks.profile());
-                &local
-            }
-        };
+        let index = session.index_for(self.stacks.profile());
         let highlight = match self.cx.arg {
             Some(_) => Some(self.cx.regex()?),
             None => None,
@@ -1202,7 +1202,7 @@ impl RenderContext<'_> {
             width: cpuprof_report::output::timeline::DEFAULT_WIDTH,
             line_width: self.cx.width,
             highlight: highlight.as_ref(),
-            index,
+            index: &index,
         };
         cpuprof_report::output::timeline::write(
             out,

@@ -23,6 +23,7 @@ use regex::Regex;
 use crate::stacks::Stacks;
 use crate::threads::ThreadIndex;
 use crate::time::{SampleTimes, NO_TIME};
+use crate::PIECE;
 
 /// What the timelines read of every sample, read from the labels once:
 /// its time and its thread; and its values in columns, which reports of a
@@ -186,9 +187,6 @@ fn add(into: &mut Vec<i64>, from: &[i64]) {
         *a += b;
     }
 }
-
-/// Samples per parallel piece (fewer pieces: fewer tracks to merge).
-const PIECE: usize = 1 << 16;
 
 impl Activity {
     /// The activity of `stacks`' kept samples; `None` when none of them

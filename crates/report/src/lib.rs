@@ -59,6 +59,12 @@ pub mod threads;
 pub mod time;
 
 pub use graph::{Edge, Graph, Node, NodeId};
+
+/// Samples per piece when a profile's samples are read in parallel
+/// (rayon): large enough that a piece's own sums or tables cost little to
+/// merge, small enough that both cores get work on a profile of a few
+/// hundred thousand samples.
+pub(crate) const PIECE: usize = 1 << 16;
 pub use options::{Granularity, Options};
 pub use stacks::{Frame, FrameId, Stacks};
 

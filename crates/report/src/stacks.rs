@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex};
 use crate::names;
 use crate::options::{Granularity, Options};
 use crate::tags::TagOptions;
+use crate::PIECE;
 
 /// Index into [`Stacks::frames`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -262,7 +263,7 @@ impl SampleColumns {
                             .samples
                             .par_iter()
                             .with_min_len(PIECE)
-                            .map(|s| s.values.get(t).copied().unwrap_or(0))
+                            .map(|s| sample_value(s, t, false))
                             .collect()
                     })
                     .collect()
@@ -282,9 +283,6 @@ impl SampleColumns {
         }
     }
 }
-
-/// Samples per parallel piece of [`Stacks::build_cached`].
-const PIECE: usize = 1 << 16;
 
 /// What [`Stacks::keep`] reads besides the options: per location, whether
 /// it matches focus, ignore and show_from.

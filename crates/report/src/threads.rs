@@ -19,6 +19,8 @@ use cpuprof_profile::{LabelValue, Profile, Sample};
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
+use crate::PIECE;
+
 /// The label keys that may hold a thread's id, in order of preference.
 pub const THREAD_ID_KEYS: [&str; 2] = ["tid", "thread_id"];
 
@@ -176,9 +178,6 @@ impl IndexedThread {
         }
     }
 }
-
-/// Samples per parallel piece of [`ThreadIndex::of`].
-const PIECE: usize = 1 << 16;
 
 impl ThreadIndex {
     /// The threads of `profile`'s samples (read in parallel).

@@ -53,8 +53,6 @@ pub struct App {
     totals: Vec<i64>,
     /// The download of the URL with no setting, once made.
     unfiltered_download: std::sync::OnceLock<Vec<u8>>,
-    /// The span of the profile's sample times (the legend's duration).
-    span: Option<cpuprof_report::time::Span>,
 }
 
 impl App {
@@ -68,6 +66,9 @@ impl App {
         url: String,
     ) -> App {
         let profile = session.profile();
+        // The samples' times, threads and values are read once, at the
+        // start: every view then reads them from the session's columns.
+        session.sample_index();
         let mut totals = vec![0i64; profile.sample_types.len()];
         // In a diff, the base's total (absolute values), as Go pprof's
         // `-diff_base` gives it: the values are changes from it.
@@ -97,7 +98,6 @@ impl App {
             configs: configs::default_path(),
             totals,
             unfiltered_download: std::sync::OnceLock::new(),
-            span: session.sample_index().times.span,
         }
     }
 
@@ -610,6 +610,7 @@ impl App {
                 );
             }
         }
+        let span = self.session.sample_index().times.span;
         if profile.period > 0 {
             let unit = &profile.period_type.unit;
             let period = if cpuprof_report::measure::is_scaled_unit(unit) {
@@ -618,12 +619,12 @@ impl App {
                 format!("{} {unit}", profile.period)
             };
             let _ = write!(html, "<span>Period: {}</span>", escape(&period));
-        } else if self.span.is_some() {
+        } else if span.is_some() {
             // perf's frequency mode (-F) records no fixed period.
             html.push_str("<span>Period: not fixed (each sample has its own)</span>");
         }
         // The duration the sample times cover, and the time range shown.
-        if let Some(span) = self.span {
+        if let Some(span) = span {
             use cpuprof_report::time::offset_text;
             let _ = write!(
                 html,
