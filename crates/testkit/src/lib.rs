@@ -326,6 +326,26 @@ impl TextReport {
     }
 }
 
+/// The generators' pseudo-random numbers (xorshift64): the same seed, the
+/// same file. The state must not be 0.
+pub struct XorShift(pub u64);
+
+impl XorShift {
+    /// The next number.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// A number below `n` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+}
+
 /// `[vdso]` for a frame of the vDSO as perl pprof or we print it (an
 /// address of 16 hex digits, with or without `0x`; a `__vdso_` function),
 /// else the name itself.

@@ -11,20 +11,6 @@ use std::path::{Path, PathBuf};
 use cpuprof_profile::{cpu_sample_types, gperftools, Mapping, ProfileBuilder, ValueType};
 use object::{Object, ObjectSegment, ObjectSymbol, SegmentFlags};
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 /// A mapped file: its executable mapping and the runtime ranges of its functions.
 struct Image {
     mapping: Mapping,
@@ -95,7 +81,7 @@ fn main() {
             0x7f10_0000_0000,
         ),
     ];
-    let mut rng = XorShift(seed | 1);
+    let mut rng = cpuprof_testkit::XorShift(seed | 1);
     // Distinct PCs inside functions, a share of each image by its code
     // size (a small binary cannot hold a third of 50k distinct PCs).
     let weights: Vec<u64> = images

@@ -16,20 +16,6 @@
 
 use std::io::Write;
 
-struct XorShift(u64);
-
-impl XorShift {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n.max(1)
-    }
-}
-
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -89,7 +75,7 @@ fn main() {
             _ => panic!("unknown option {flag}"),
         }
     }
-    let mut rng = XorShift(seed);
+    let mut rng = cpuprof_testkit::XorShift(seed);
     let mut strings = Strings {
         table: vec![String::new()],
     };
