@@ -741,7 +741,7 @@ fn rearm_all(sampler: &Sampler, session: &mut Session) -> io::Result<()> {
     let signal = session.settings.signal;
     sampler.running.store(true, Ordering::Release);
     match session.clock {
-        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns)?,
+        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns, 0)?,
         Trigger::WallClock => crate::wall_driver::start(period_ns, signal)?,
         _ => {}
     }
@@ -1794,9 +1794,20 @@ fn continue_in_child(
     // SAFETY: getpid is always safe.
     SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     sampler.running.store(true, Ordering::Release);
+    // The child's first sample waits for 20 ms of its CPU time: a child
+    // about to exec may have reset the sampling signal's disposition to
+    // the default (terminate) behind our back (timers::FORKED_CHILD_DELAY_NS).
     let rearmed = match session.clock {
-        Trigger::ProcessItimer => timers::arm_process_itimer(period_ns).map(|()| u64::MAX),
-        clock => timers::arm_thread(clock, gettid(), period_ns, session.settings.signal),
+        Trigger::ProcessItimer => {
+            timers::arm_process_itimer(period_ns, timers::FORKED_CHILD_DELAY_NS).map(|()| u64::MAX)
+        }
+        clock => timers::arm_thread_after(
+            clock,
+            gettid(),
+            period_ns,
+            session.settings.signal,
+            timers::FORKED_CHILD_DELAY_NS,
+        ),
     };
     match rearmed {
         Ok(handle) => {
@@ -1807,6 +1818,10 @@ fn continue_in_child(
                         Ordering::Relaxed,
                     );
                     slot.armed(handle);
+                    // The first sample stands for every whole period of
+                    // the child's CPU time since the fork (its thread's
+                    // CPU clock starts there), not for one.
+                    slot.cpu_mark.store(1, Ordering::Relaxed);
                     threads::mark_wall_start(slot, session.clock, gettid());
                 }
             }

@@ -372,26 +372,33 @@ pub(crate) fn arm_perf(
     period_ns: u64,
     signal: i32,
     exclude_kernel: bool,
+    delay_ns: u64,
 ) -> io::Result<u64> {
     if PERF_FDS.fetch_add(1, Ordering::AcqRel) >= perf_fd_budget() {
         PERF_FDS.fetch_sub(1, Ordering::AcqRel);
         return Err(io::Error::from_raw_os_error(libc::EMFILE));
     }
-    let armed = open_perf(tid, period_ns, signal, exclude_kernel);
+    let armed = open_perf(tid, period_ns, signal, exclude_kernel, delay_ns);
     if armed.is_err() {
         PERF_FDS.fetch_sub(1, Ordering::AcqRel);
     }
     armed
 }
 
-fn open_perf(tid: i32, period_ns: u64, signal: i32, exclude_kernel: bool) -> io::Result<u64> {
+fn open_perf(
+    tid: i32,
+    period_ns: u64,
+    signal: i32,
+    exclude_kernel: bool,
+    delay_ns: u64,
+) -> io::Result<u64> {
     PERF_PERIOD_NS.store(period_ns, Ordering::Relaxed);
     let mut attr = PerfEventAttr {
         kind: PERF_TYPE_SOFTWARE,
         size: std::mem::size_of::<PerfEventAttr>() as u32,
         config: PERF_COUNT_SW_TASK_CLOCK,
         // The first period only: the first signal sets the whole one.
-        sample_period: first_period_ns(tid, period_ns),
+        sample_period: delay_ns.saturating_add(first_period_ns(tid, period_ns)),
         flags: ATTR_DISABLED
             | ATTR_EXCLUDE_HV
             | if exclude_kernel {
@@ -458,6 +465,7 @@ fn arm_posix_timer(
     target_tid: Option<i32>,
     period_ns: u64,
     signal: i32,
+    delay_ns: u64,
 ) -> io::Result<u64> {
     // SAFETY: zeroed sigevent is a valid starting point.
     let mut event: libc::sigevent = unsafe { std::mem::zeroed() };
@@ -476,7 +484,7 @@ fn arm_posix_timer(
         tv_sec: (period_ns / 1_000_000_000) as libc::time_t,
         tv_nsec: (period_ns % 1_000_000_000) as libc::c_long,
     };
-    let first = first_period_ns(target_tid.unwrap_or(0), period_ns);
+    let first = delay_ns.saturating_add(first_period_ns(target_tid.unwrap_or(0), period_ns));
     let spec = libc::itimerspec {
         it_interval: interval,
         it_value: libc::timespec {
@@ -497,20 +505,43 @@ fn arm_posix_timer(
 
 /// Arms a per-thread clock on `tid`; returns its handle.
 pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
+    arm_thread_after(clock, tid, period_ns, signal, 0)
+}
+
+/// [`arm_thread`] with a first period `delay_ns` longer: the thread's
+/// first signal comes only after that much more of its CPU time (a
+/// forked child's: see [`FORKED_CHILD_DELAY_NS`]).
+pub(crate) fn arm_thread_after(
+    clock: Trigger,
+    tid: i32,
+    period_ns: u64,
+    signal: i32,
+    delay_ns: u64,
+) -> io::Result<u64> {
     match clock {
         Trigger::PerfTaskClock { exclude_kernel } => {
-            match arm_perf(tid, period_ns, signal, exclude_kernel) {
+            match arm_perf(tid, period_ns, signal, exclude_kernel, delay_ns) {
                 // Out of the descriptor budget: a timer needs none.
                 Err(e) if e.raw_os_error() == Some(libc::EMFILE) => {
                     PERF_BUDGET_FALLBACKS.fetch_add(1, Ordering::Relaxed);
-                    arm_thread_timer(tid, period_ns, signal)
+                    arm_posix_timer(
+                        thread_cpu_clock(tid),
+                        Some(tid),
+                        period_ns,
+                        signal,
+                        delay_ns,
+                    )
                 }
                 armed => armed,
             }
         }
-        Trigger::ThreadCpuTimer => {
-            arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
-        }
+        Trigger::ThreadCpuTimer => arm_posix_timer(
+            thread_cpu_clock(tid),
+            Some(tid),
+            period_ns,
+            signal,
+            delay_ns,
+        ),
         // Driven by the wall-clock driver thread (src/wall_driver.rs).
         Trigger::WallClock => Ok(WALL_DRIVEN),
         Trigger::ProcessItimer => Ok(u64::MAX),
@@ -519,8 +550,19 @@ pub(crate) fn arm_thread(clock: Trigger, tid: i32, period_ns: u64, signal: i32) 
 
 /// Arms a POSIX CPU timer on thread `tid` (no descriptor).
 pub(crate) fn arm_thread_timer(tid: i32, period_ns: u64, signal: i32) -> io::Result<u64> {
-    arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal)
+    arm_posix_timer(thread_cpu_clock(tid), Some(tid), period_ns, signal, 0)
 }
+
+/// How much of a forked child's CPU time passes before its first sample:
+/// 20 ms. A child made by `fork` may reset every signal's disposition with
+/// the raw `rt_sigaction` system call (no interposer sees that) before it
+/// execs, as Chromium's `base::LaunchProcess` does; a sampling signal
+/// arriving then finds the default action of a real-time signal,
+/// terminate, and kills the child. A launcher's child execs long before
+/// 20 ms of its CPU time (its clock is gone with the exec); a forked
+/// worker gets its first sample at 20 ms, standing for every whole period
+/// it has run (the sampling handler weighs it by the child's CPU clock).
+pub(crate) const FORKED_CHILD_DELAY_NS: u64 = 20_000_000;
 
 /// Disarms a per-thread clock (a perf event or a POSIX timer, told apart
 /// by the handle). A perf descriptor that is no longer our event (the
@@ -611,7 +653,7 @@ pub(crate) fn choose_clock(
     let mut last = io::Error::other("no clock");
     for &clock in candidates {
         if clock == Trigger::ProcessItimer {
-            return arm_process_itimer(period_ns).map(|()| (clock, u64::MAX));
+            return arm_process_itimer(period_ns, 0).map(|()| (clock, u64::MAX));
         }
         match arm_thread(clock, tid, period_ns, signal) {
             Ok(handle) => return Ok((clock, handle)),
@@ -621,16 +663,19 @@ pub(crate) fn choose_clock(
     Err(last)
 }
 
-/// Arms `setitimer(ITIMER_PROF)` (signal SIGPROF, process CPU time).
-pub(crate) fn arm_process_itimer(period_ns: u64) -> io::Result<()> {
-    let us = (period_ns / 1000).max(1);
-    let interval = libc::timeval {
-        tv_sec: (us / 1_000_000) as libc::time_t,
-        tv_usec: (us % 1_000_000) as libc::suseconds_t,
+/// Arms `setitimer(ITIMER_PROF)` (signal SIGPROF, process CPU time), its
+/// first expiry `delay_ns` later than a period.
+pub(crate) fn arm_process_itimer(period_ns: u64, delay_ns: u64) -> io::Result<()> {
+    let timeval = |ns: u64| {
+        let us = (ns / 1000).max(1);
+        libc::timeval {
+            tv_sec: (us / 1_000_000) as libc::time_t,
+            tv_usec: (us % 1_000_000) as libc::suseconds_t,
+        }
     };
     let value = libc::itimerval {
-        it_interval: interval,
-        it_value: interval,
+        it_interval: timeval(period_ns),
+        it_value: timeval(period_ns.saturating_add(delay_ns)),
     };
     // SAFETY: valid pointer to a local.
     check(unsafe { libc::setitimer(libc::ITIMER_PROF, &value, std::ptr::null_mut()) } as i64)
