@@ -855,7 +855,7 @@ fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> 
     if session.internal {
         return Ok(0);
     }
-    let maps = modules::read_maps();
+    let maps = modules::read_profile_maps();
     let bytes = match session.settings.format {
         ProfileFormat::Gperftools => {
             let period_us = header_period_us(sampler, session);

@@ -227,6 +227,85 @@ pub(crate) fn read_maps() -> String {
     std::fs::read_to_string("/proc/self/maps").unwrap_or_default()
 }
 
+/// The text of `/proc/self/maps` as a profile records it: when the
+/// program writes a JIT map, `/tmp/perf-PID.map` (`node
+/// --perf-basic-prof`, the JVM's perf-map agents, Python's `-X perf`), its
+/// code is named after that file, so that a report names the JIT frames
+/// from it as perf does (perf calls such mappings `//anon` and reads the
+/// same file). That is the anonymous executable mappings, and the ranges
+/// the map lists where nothing is mapped any more: a runtime that tears
+/// its code space down before `exit` (node does) leaves no mapping for
+/// the addresses its samples hold. Not in a signal handler: it reads
+/// files and allocates.
+pub(crate) fn read_profile_maps() -> String {
+    let maps = read_maps();
+    let jit_map = format!("/tmp/perf-{}.map", std::process::id());
+    match std::fs::read_to_string(&jit_map) {
+        Ok(listing) => with_jit_code(&maps, &listing, &jit_map),
+        Err(_) => maps,
+    }
+}
+
+/// Ranges of a JIT map (`START SIZE name` lines, hexadecimal) closer than
+/// this are one mapping.
+const JIT_GAP: u64 = 1 << 20;
+
+/// `maps` with `path` after every anonymous executable mapping (a line of
+/// five fields whose permissions hold `x`), then a line named `path` for
+/// each range of the JIT map `listing` (its entries, joined across gaps
+/// under [`JIT_GAP`]) that no mapping of `maps` overlaps.
+fn with_jit_code(maps: &str, listing: &str, path: &str) -> String {
+    let mut out = String::with_capacity(maps.len() + 1024);
+    let mut mapped: Vec<(u64, u64)> = Vec::new();
+    for line in maps.lines() {
+        out.push_str(line);
+        let mut fields = line.split_whitespace();
+        let range = fields
+            .next()
+            .and_then(|r| r.split_once('-'))
+            .and_then(|(a, b)| {
+                Some((
+                    u64::from_str_radix(a, 16).ok()?,
+                    u64::from_str_radix(b, 16).ok()?,
+                ))
+            });
+        mapped.extend(range);
+        let perms = fields.next().unwrap_or("");
+        if perms.as_bytes().get(2) == Some(&b'x') && fields.count() == 3 {
+            out.push_str("                          ");
+            out.push_str(path);
+        }
+        out.push('\n');
+    }
+    let mut code: Vec<(u64, u64)> = listing
+        .lines()
+        .filter_map(|line| {
+            let mut parts = line.split_whitespace();
+            let hex = |s: &str| u64::from_str_radix(s.trim_start_matches("0x"), 16).ok();
+            let start = hex(parts.next()?)?;
+            let size = hex(parts.next()?)?;
+            (size > 0).then(|| (start, start.saturating_add(size)))
+        })
+        .collect();
+    code.sort_unstable();
+    let mut joined: Vec<(u64, u64)> = Vec::new();
+    for (start, end) in code {
+        match joined.last_mut() {
+            Some(last) if start <= last.1.saturating_add(JIT_GAP) => last.1 = last.1.max(end),
+            _ => joined.push((start, end)),
+        }
+    }
+    for (start, end) in joined {
+        if mapped.iter().any(|&(s, e)| start < e && s < end) {
+            continue;
+        }
+        out.push_str(&format!(
+            "{start:08x}-{end:08x} r-xp 00000000 00:00 0                          {path}\n"
+        ));
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -237,6 +316,46 @@ mod tests {
         // then eh_frame_ptr = 0x100 relative to the field at hdr+4.
         let hdr = [1u8, 0x1b, 0x03, 0x3b, 0x00, 0x01, 0x00, 0x00];
         assert_eq!(eh_frame_address(&hdr, 0x1000), Some(0x1000 + 4 + 0x100));
+    }
+
+    #[test]
+    fn jit_code_is_named_after_the_jit_map() {
+        let maps = "00400000-00401000 r-xp 00000000 08:01 12 /bin/app\n\
+                    7f0000000000-7f0000010000 rwxp 00000000 00:00 0 \n\
+                    7f0000010000-7f0000020000 rw-p 00000000 00:00 0\n\
+                    7f0000020000-7f0000030000 r-xp 00000000 00:00 0\n\
+                    7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0                          [vdso]\n";
+        // Code in the mapped region, and code in two places left unmapped:
+        // one cluster (two entries 16 bytes apart), and one far away.
+        let listing = "7f0000000100 40 JS:*hot /app.js:1:1\n\
+                       7e0000001000 20 JS:^a /app.js:2:1\n\
+                       7e0000001030 10 JS:^b /app.js:3:1\n\
+                       0x7d0000000000 0x8 stub\n\
+                       garbage line\n";
+        let named = with_jit_code(maps, listing, "/tmp/perf-42.map");
+        let lines: Vec<(&str, &str)> = named
+            .lines()
+            .map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                (f[0], f.get(5).copied().unwrap_or(""))
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                ("00400000-00401000", "/bin/app"),
+                ("7f0000000000-7f0000010000", "/tmp/perf-42.map"),
+                ("7f0000010000-7f0000020000", ""),
+                ("7f0000020000-7f0000030000", "/tmp/perf-42.map"),
+                ("7ffd00000000-7ffd00001000", "[vdso]"),
+                ("7d0000000000-7d0000000008", "/tmp/perf-42.map"),
+                ("7e0000001000-7e0000001040", "/tmp/perf-42.map"),
+            ]
+        );
+        // The lines of `maps` are kept as they were, the path added.
+        for (a, b) in maps.lines().zip(named.lines()) {
+            assert!(b.starts_with(a.trim_end()), "{a:?} → {b:?}");
+        }
     }
 
     #[test]

@@ -644,7 +644,7 @@ fn run_window(server: &Server, job: ProfileJob) {
     let Some(window) = window else {
         return refuse(stream, Response::text(500, "the profile window was lost"));
     };
-    let maps = modules::read_maps();
+    let maps = modules::read_profile_maps();
     let body = match format {
         Format::Gperftools => {
             let period_us = (window.period_ns + 500) / 1000;

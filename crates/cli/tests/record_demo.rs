@@ -227,3 +227,75 @@ fn record_lists_one_profile_per_process_and_labels_them() {
         String::from_utf8_lossy(&summed.stderr)
     );
 }
+
+/// `cpuprof record -- node --perf-basic-prof app.js`: the JavaScript
+/// frames are named from node's JIT map, `/tmp/perf-PID.map`, in both of
+/// the agent's formats, as perf names them (issue 19; before: raw
+/// `0x00007f…` addresses). The agent names the anonymous executable
+/// mappings after the map; the report reads it.
+#[test]
+fn record_names_node_s_javascript_frames_from_its_jit_map() {
+    if !cpuprof_testkit::require_tool("node") {
+        return;
+    }
+    let dir = TempDir::new().unwrap();
+    let app = dir.path().join("app.js");
+    std::fs::write(
+        &app,
+        "function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += Math.sqrt(i) * 1.0001; return s; }\n\
+         function outer() { let t = 0; for (let k = 0; k < 40; k++) t += hotLoop(1e6); return t; }\n\
+         const end = Date.now() + 800; let r = 0; while (Date.now() < end) r += outer();\n\
+         console.log(r > 0, process.pid);\n",
+    )
+    .unwrap();
+    for format in ["pprof", "gperftools"] {
+        let profile = dir.path().join(format!("node-{format}.prof"));
+        // In the temporary directory: node writes its V8 log
+        // (isolate-*.log) in the current one.
+        let out = cpuprof()
+            .current_dir(dir.path())
+            .args([
+                "record",
+                "-F",
+                "1000",
+                "--nodecount=5",
+                "--format",
+                format,
+                "-o",
+            ])
+            .arg(&profile)
+            .args(["--", "node", "--perf-basic-prof"])
+            .arg(&app)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{format}: {stderr}");
+        let pid = stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("true "))
+            .unwrap_or_else(|| panic!("{format}: node's own line: {stdout}"))
+            .trim()
+            .to_string();
+        let map = format!("/tmp/perf-{pid}.map");
+        let text = report(&["--text", "--nodecount=5"], &[&profile]);
+        let maps = std::fs::read(&profile).unwrap();
+        // node's map, left in /tmp, goes with the test.
+        let _ = std::fs::remove_file(&map);
+        // The report `record` prints and a later `report` both name the
+        // hot JavaScript function among the top five rows: it takes most
+        // of the run's CPU time (the rest: V8's start, its compiler and
+        // GC threads).
+        let share = flat_percent(&stdout, "hotLoop");
+        assert!(share >= 30.0, "{format}: hotLoop {share:.1}%:\n{stdout}");
+        assert!(
+            text.lines().any(|l| l.ends_with(" hotLoop")),
+            "{format}: {text}"
+        );
+        // The mapping carries the map's path.
+        assert!(
+            maps.windows(map.len()).any(|w| w == map.as_bytes()),
+            "{format}: no mapping named {map}"
+        );
+    }
+}
