@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use cpuprof_profile::{gmon, Format, Profile, ReadOptions};
-use cpuprof_report::activity::{Activity, ActivityOptions, SampleIndex};
+use cpuprof_report::activity::{Activity, ActivityOptions, KeptSamples, SampleIndex};
 use cpuprof_report::callgraph::CallGraph;
 use cpuprof_report::graph::{percent_base, Row};
 use cpuprof_report::measure::{unit_word, ValueFormat};
@@ -547,14 +547,36 @@ impl Session {
             None => &timed.profile,
         };
         let options = timed.report_options(self, &all, profile)?;
-        let cache = std::ptr::eq(profile, &*timed.profile)
-            .then(|| timed.cache(self))
-            .flatten();
-        let stacks = Stacks::build_cached(profile, &options, cache);
         let index = self.index_for(profile);
+        let value_index = options
+            .sample_index
+            .unwrap_or_else(|| profile.default_sample_index());
+        // Every sample counts and none is highlighted: the values alone
+        // make the timeline (the stacks of ten million samples are not
+        // built for it).
+        let every = (highlight.is_none() && options.keeps_every_sample())
+            .then(|| index.columns.values.get(value_index))
+            .flatten()
+            .filter(|values| values.len() == profile.samples.len());
+        let stacks;
+        let kept = match every {
+            Some(values) => KeptSamples::All(values),
+            None => {
+                let cache = std::ptr::eq(profile, &*timed.profile)
+                    .then(|| timed.cache(self))
+                    .flatten();
+                stacks = Stacks::build_cached(profile, &options, cache);
+                KeptSamples::Stacks(&stacks)
+            }
+        };
+        let unit = profile
+            .sample_types
+            .get(value_index)
+            .map(|t| t.unit.clone())
+            .unwrap_or_default();
         let origin = index.times.span.map_or(0, |span| span.origin);
         let activity = Activity::build(
-            &stacks,
+            kept,
             &ActivityOptions {
                 origin,
                 from: 0,
@@ -573,7 +595,7 @@ impl Session {
             &mut json,
             &cpuprof_report::output::timeline::TimelineJson {
                 activity: &activity,
-                unit: &stacks.sample_type.unit,
+                unit: &unit,
                 range: range.map(|r| (r.start, r.end)),
                 highlight: config.text("focus"),
             },

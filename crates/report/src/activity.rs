@@ -54,6 +54,41 @@ impl SampleIndex {
     }
 }
 
+/// The samples an [`Activity`] sums.
+#[derive(Clone, Copy)]
+pub enum KeptSamples<'a> {
+    /// The samples a report kept (every filter applied); a highlight reads
+    /// their stacks.
+    Stacks(&'a Stacks<'a>),
+    /// Every sample of the profile, with these values (one per sample):
+    /// when no filter keeps fewer ([`crate::Options::keeps_every_sample`])
+    /// and nothing is highlighted, the stacks need not be built at all.
+    All(&'a [i64]),
+}
+
+impl KeptSamples<'_> {
+    fn len(self) -> usize {
+        match self {
+            KeptSamples::Stacks(stacks) => stacks.len(),
+            KeptSamples::All(values) => values.len(),
+        }
+    }
+
+    fn sample_index(self, i: usize) -> usize {
+        match self {
+            KeptSamples::Stacks(stacks) => stacks.sample_index(i),
+            KeptSamples::All(_) => i,
+        }
+    }
+
+    fn value(self, i: usize) -> i64 {
+        match self {
+            KeptSamples::Stacks(stacks) => stacks.value(i),
+            KeptSamples::All(values) => values[i],
+        }
+    }
+}
+
 /// One second in nanoseconds.
 pub const SECOND_NS: i64 = 1_000_000_000;
 
@@ -179,6 +214,42 @@ impl Sums<'_> {
     }
 }
 
+/// Division of non-negative `i64`s by one divisor, exact, by a multiply
+/// and a correction instead of a hardware division (several times the
+/// cost, and the timelines divide ten million offsets three ways).
+#[derive(Clone, Copy)]
+struct Divisor {
+    d: u64,
+    /// floor(2^64 / d): the quotient estimate is at most one short.
+    m: u64,
+}
+
+impl Divisor {
+    fn new(d: i64) -> Divisor {
+        let d = d.max(1) as u64;
+        Divisor {
+            d,
+            m: ((1u128 << 64) / u128::from(d)).min(u128::from(u64::MAX)) as u64,
+        }
+    }
+
+    /// `n / d` (n ≥ 0).
+    fn div(self, n: i64) -> i64 {
+        let n = n as u64;
+        let mut q = ((u128::from(n) * u128::from(self.m)) >> 64) as u64;
+        if n - q * self.d >= self.d {
+            q += 1;
+        }
+        q as i64
+    }
+
+    /// (`n / d`, `n % d`) (n ≥ 0).
+    fn div_rem(self, n: i64) -> (i64, i64) {
+        let q = self.div(n);
+        (q, n - q * self.d as i64)
+    }
+}
+
 fn add(into: &mut Vec<i64>, from: &[i64]) {
     if into.len() < from.len() {
         into.resize(from.len(), 0);
@@ -189,15 +260,20 @@ fn add(into: &mut Vec<i64>, from: &[i64]) {
 }
 
 impl Activity {
-    /// The activity of `stacks`' kept samples; `None` when none of them
-    /// has a time.
-    pub fn build(stacks: &Stacks, options: &ActivityOptions) -> Option<Activity> {
+    /// The activity of the `kept` samples; `None` when none of them has
+    /// a time. A highlight needs [`KeptSamples::Stacks`] (with [`KeptSamples::All`]
+    /// nothing matches it).
+    pub fn build(kept: KeptSamples, options: &ActivityOptions) -> Option<Activity> {
         let width = options.columns.max(1);
-        let n = stacks.len();
+        let n = kept.len();
+        let stacks = match kept {
+            KeptSamples::Stacks(stacks) => Some(stacks),
+            KeptSamples::All(_) => None,
+        };
         let times = &options.index.times.times;
         let threads = &options.index.threads;
         // Each kept sample's offset (i64::MIN: no time).
-        let offset_of = |i: usize| match times[stacks.sample_index(i)] {
+        let offset_of = |i: usize| match times[kept.sample_index(i)] {
             NO_TIME => i64::MIN,
             t => t.saturating_sub(options.origin),
         };
@@ -237,39 +313,44 @@ impl Activity {
         } else {
             1
         };
-        let frame_count = stacks.frames.len();
-        // Pass 2: the sums, per piece of samples, merged.
-        let sums = (0..n)
+        let frame_count = stacks.map_or(0, |s| s.frames.len());
+        let (by_second, by_row, by_column) = (
+            Divisor::new(SECOND_NS),
+            Divisor::new(row_ns),
+            Divisor::new(column_ns),
+        );
+        // Pass 2: the sums, per piece of samples (each into its own
+        // accumulator, mutated in place), merged.
+        let pieces: Vec<std::ops::Range<usize>> = (0..n)
+            .step_by(PIECE)
+            .map(|a| a..(a + PIECE).min(n))
+            .collect();
+        let sums = pieces
             .into_par_iter()
-            .with_min_len(PIECE)
-            .fold(
-                || {
-                    (
-                        Sums {
-                            tracks: Vec::new(),
-                            cells: vec![0; seconds * heat_rows],
-                            matching_cells: vec![
-                                0;
-                                if options.highlight.is_some() {
-                                    seconds * heat_rows
-                                } else {
-                                    0
-                                }
-                            ],
-                        },
-                        // Per frame: 0 unknown, 1 no match, 2 a match.
-                        Vec::<u8>::new(),
-                        Vec::new(),
-                    )
-                },
-                |(mut sums, mut frame_matches, mut frames), i| {
+            .map(|piece| {
+                let mut sums = Sums {
+                    tracks: Vec::new(),
+                    cells: vec![0; seconds * heat_rows],
+                    matching_cells: vec![
+                        0;
+                        if options.highlight.is_some() {
+                            seconds * heat_rows
+                        } else {
+                            0
+                        }
+                    ],
+                };
+                // Per frame: 0 unknown, 1 no match, 2 a match.
+                let mut frame_matches: Vec<u8> = Vec::new();
+                let mut frames = Vec::new();
+                for i in piece {
                     let offset = offset_of(i);
                     if offset == i64::MIN {
-                        return (sums, frame_matches, frames);
+                        continue;
                     }
-                    let value = stacks.value(i);
-                    let hit = match options.highlight {
-                        Some(re) => {
+                    let value = kept.value(i);
+                    let hit = match (options.highlight, stacks) {
+                        (Some(re), Some(stacks)) => {
                             if frame_matches.is_empty() {
                                 frame_matches.resize(frame_count, 0);
                             }
@@ -282,11 +363,11 @@ impl Activity {
                                 *known == 2
                             })
                         }
-                        None => false,
+                        _ => false,
                     };
                     if heat_rows > 0 && offset >= 0 {
-                        let cell = (offset / SECOND_NS) as usize * heat_rows
-                            + ((offset % SECOND_NS) / row_ns) as usize;
+                        let (second, within) = by_second.div_rem(offset);
+                        let cell = second as usize * heat_rows + by_row.div(within) as usize;
                         if let Some(c) = sums.cells.get_mut(cell) {
                             *c += value;
                             if hit {
@@ -295,10 +376,10 @@ impl Activity {
                         }
                     }
                     if offset < from || offset >= to {
-                        return (sums, frame_matches, frames);
+                        continue;
                     }
-                    let column = (((offset - from) / column_ns) as usize).min(width - 1);
-                    let thread = threads.thread(stacks.sample_index(i));
+                    let column = (by_column.div(offset - from) as usize).min(width - 1);
+                    let thread = threads.thread(kept.sample_index(i));
                     if sums.tracks.is_empty() {
                         sums.tracks.resize_with(threads.keys, || None);
                     }
@@ -321,10 +402,9 @@ impl Activity {
                     if hit {
                         track.matching[column] += value;
                     }
-                    (sums, frame_matches, frames)
-                },
-            )
-            .map(|(sums, _, _)| sums)
+                }
+                sums
+            })
             .reduce(Sums::default, Sums::merge);
         let mut tracks: Vec<Track> = sums
             .tracks
@@ -420,19 +500,22 @@ mod tests {
         }
         let stacks = Stacks::build(&profile, &crate::Options::default());
         let index = SampleIndex::of(&profile);
-        let activity = Activity::build(
-            &stacks,
-            &ActivityOptions {
-                origin: 5_000_000_000,
-                from: 0,
-                to: Some(3 * SECOND_NS),
-                columns: 3,
-                highlight: None,
-                heat_rows: 50,
-                index: &index,
-            },
-        )
-        .unwrap();
+        let options = ActivityOptions {
+            origin: 5_000_000_000,
+            from: 0,
+            to: Some(3 * SECOND_NS),
+            columns: 3,
+            highlight: None,
+            heat_rows: 50,
+            index: &index,
+        };
+        let activity = Activity::build(KeptSamples::Stacks(&stacks), &options).unwrap();
+        // Every sample kept: the same from the values alone.
+        let values = &index.columns.values[profile.default_sample_index()];
+        assert_eq!(
+            Activity::build(KeptSamples::All(values), &options).as_ref(),
+            Some(&activity)
+        );
         assert_eq!(activity.column_ns, SECOND_NS);
         assert_eq!(activity.last, 2 * SECOND_NS + 510_000_000);
         let labels: Vec<&str> = activity.tracks.iter().map(|t| t.label.as_str()).collect();
@@ -448,6 +531,45 @@ mod tests {
         assert_eq!(heat.cells[100 + 25], 20_000_000);
         assert_eq!(heat.cells[50 + 24], 0);
         assert_eq!(heat.cells.iter().sum::<i64>(), 106 * 10_000_000);
+    }
+
+    #[test]
+    fn divisors_divide_exactly() {
+        let mut rng = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for d in [
+            1i64,
+            2,
+            3,
+            7,
+            20_000_000,
+            SECOND_NS,
+            1_562_500_000,
+            i64::MAX,
+        ] {
+            let by = Divisor::new(d);
+            let mut numbers = vec![
+                0i64,
+                1,
+                d - 1,
+                d,
+                d.saturating_add(1),
+                i64::MAX,
+                i64::MAX - 1,
+            ];
+            for _ in 0..10_000 {
+                numbers.push((next() >> 1) as i64);
+                numbers.push((next() >> 24) as i64);
+            }
+            for n in numbers {
+                assert_eq!(by.div_rem(n), (n / d, n % d), "{n} / {d}");
+            }
+        }
     }
 
     #[test]

@@ -323,8 +323,12 @@ impl Partial {
         let mut last_seen = vec![0u32; n];
         let mut pairs: Vec<(FrameId, FrameId)> = Vec::new();
         let mut frames = Vec::with_capacity(256);
-        for i in range {
-            let value = stacks.expand(i, &mut frames);
+        // Samples of one stack are summed before their frames are counted:
+        // a profile with every sample's time keeps each one apart, and its
+        // stacks repeat (the first kept sample of a stack stands for it).
+        let distinct = distinct_stacks(stacks, range);
+        for (i, value) in distinct {
+            stacks.expand(i, &mut frames);
             let stamp = i as u32 + 1;
             if let Some(leaf) = frames.first() {
                 part.nodes[leaf.index()].flat += value;
@@ -353,6 +357,39 @@ impl Partial {
         }
         part
     }
+}
+
+/// The kept samples of `range` as (a sample of each distinct stack, the
+/// sum of their values), in order of first appearance. When the first
+/// samples show stacks that hardly repeat (a profile whose samples were
+/// summed by stack already), every sample stands for itself: the hashing
+/// would only add to the cost.
+fn distinct_stacks(stacks: &Stacks, range: std::ops::Range<usize>) -> Vec<(usize, i64)> {
+    const PROBE: usize = 1024;
+    let probe = range.start..range.end.min(range.start + PROBE);
+    let mut index: FxHashMap<crate::stacks::StackKey, usize> = FxHashMap::default();
+    let mut out: Vec<(usize, i64)> = Vec::new();
+    let add = |i: usize, index: &mut FxHashMap<_, usize>, out: &mut Vec<(usize, i64)>| {
+        let value = stacks.value(i);
+        match index.entry(stacks.stack_key(i)) {
+            std::collections::hash_map::Entry::Occupied(e) => out[*e.get()].1 += value,
+            std::collections::hash_map::Entry::Vacant(e) => {
+                e.insert(out.len());
+                out.push((i, value));
+            }
+        }
+    };
+    for i in probe.clone() {
+        add(i, &mut index, &mut out);
+    }
+    if probe.len() == PROBE && out.len() * 2 > PROBE {
+        out.extend((probe.end..range.end).map(|i| (i, stacks.value(i))));
+        return out;
+    }
+    for i in probe.end..range.end {
+        add(i, &mut index, &mut out);
+    }
+    out
 }
 
 /// One row of the text report (and of `--tree`, `--json`): a node's values.

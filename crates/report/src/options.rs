@@ -120,3 +120,17 @@ impl Default for Options {
         }
     }
 }
+
+impl Options {
+    /// True when a report keeps every sample at its column value: no time
+    /// window, no focus, ignore, show_from or tag filter, no mean. (Hide
+    /// and show take frames away, not samples.)
+    pub fn keeps_every_sample(&self) -> bool {
+        self.window.is_none()
+            && self.focus.is_none()
+            && self.ignore.is_none()
+            && self.show_from.is_none()
+            && !self.tags.filters_samples()
+            && !self.mean
+    }
+}

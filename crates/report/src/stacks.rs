@@ -96,6 +96,23 @@ struct Kept {
     labels: u32,
 }
 
+/// What makes a kept sample's frames ([`Stacks::stack_key`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct StackKey<'a> {
+    stack: Stack<'a>,
+    filtered: bool,
+    depth: u32,
+    labels: u32,
+}
+
+/// A sample's location list, by its number in the session's columns when
+/// the report reads them, else itself.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Stack<'a> {
+    Number(u32),
+    List(&'a [LocationId]),
+}
+
 /// The distinct pseudo-frame sets of a report's samples, by their names.
 #[derive(Default)]
 struct LabelSets {
@@ -230,6 +247,9 @@ pub struct Stacks<'p> {
     pub sample_type: ValueType,
     /// The granularity of the frames.
     pub granularity: Granularity,
+    /// The session's columns of the profile's samples, when the report
+    /// reads them ([`Options::columns`]).
+    columns: Option<Arc<SampleColumns>>,
 }
 
 /// The second of `locations` is the leaf again, as a caller (address - 1):
@@ -250,38 +270,90 @@ pub struct SampleColumns {
     pub values: Vec<Vec<i64>>,
     /// Per sample: its stack's second location is its leaf again.
     pub duplicated_leaf: Vec<bool>,
+    /// Per sample: its location list's number (equal lists, equal
+    /// numbers), so that samples of one stack are summed without reading
+    /// their lists ([`Stacks::stack_key`]).
+    pub stack: Vec<u32>,
 }
 
 impl SampleColumns {
     /// The columns of `profile` (read in parallel).
     pub fn of(profile: &Profile) -> SampleColumns {
-        let (values, duplicated) = rayon::join(
+        let ((values, duplicated), stack) = rayon::join(
             || {
-                (0..profile.sample_types.len())
-                    .map(|t| {
+                rayon::join(
+                    || {
+                        (0..profile.sample_types.len())
+                            .map(|t| {
+                                profile
+                                    .samples
+                                    .par_iter()
+                                    .with_min_len(PIECE)
+                                    .map(|s| sample_value(s, t, false))
+                                    .collect()
+                            })
+                            .collect()
+                    },
+                    || {
                         profile
                             .samples
                             .par_iter()
                             .with_min_len(PIECE)
-                            .map(|s| sample_value(s, t, false))
+                            .map(|s| duplicated_leaf(profile, &s.locations))
                             .collect()
-                    })
-                    .collect()
+                    },
+                )
             },
-            || {
-                profile
-                    .samples
-                    .par_iter()
-                    .with_min_len(PIECE)
-                    .map(|s| duplicated_leaf(profile, &s.locations))
-                    .collect()
-            },
+            || stack_numbers(profile),
         );
         SampleColumns {
             values,
             duplicated_leaf: duplicated,
+            stack,
         }
     }
+}
+
+/// Each sample's location list numbered, equal lists alike (in order of
+/// first appearance): each piece numbers its lists in parallel, then the
+/// pieces' numbers are joined in order.
+fn stack_numbers(profile: &Profile) -> Vec<u32> {
+    let pieces: Vec<(Vec<&[LocationId]>, Vec<u32>)> = profile
+        .samples
+        .par_chunks(PIECE)
+        .map(|piece| {
+            let mut index: FxHashMap<&[LocationId], u32> = FxHashMap::default();
+            let mut lists: Vec<&[LocationId]> = Vec::new();
+            let numbers = piece
+                .iter()
+                .map(|s| {
+                    *index.entry(&s.locations).or_insert_with(|| {
+                        lists.push(&s.locations);
+                        (lists.len() - 1) as u32
+                    })
+                })
+                .collect();
+            (lists, numbers)
+        })
+        .collect();
+    let mut index: FxHashMap<&[LocationId], u32> = FxHashMap::default();
+    let remaps: Vec<Vec<u32>> = pieces
+        .iter()
+        .map(|(lists, _)| {
+            lists
+                .iter()
+                .map(|&list| {
+                    let next = index.len() as u32;
+                    *index.entry(list).or_insert(next)
+                })
+                .collect()
+        })
+        .collect();
+    let mut out = Vec::with_capacity(profile.samples.len());
+    for ((_, numbers), remap) in pieces.iter().zip(&remaps) {
+        out.extend(numbers.iter().map(|&n| remap[n as usize]));
+    }
+    out
 }
 
 /// What [`Stacks::keep`] reads besides the options: per location, whether
@@ -387,13 +459,15 @@ impl<'p> Stacks<'p> {
             base_total: None,
             sample_type,
             granularity: options.granularity,
+            // Columns of another profile (of as many samples) would be
+            // wrong silently: only a profile's own are read.
+            columns: options
+                .columns
+                .clone()
+                .filter(|c| c.duplicated_leaf.len() == profile.samples.len()),
         };
-        // Columns of another profile (of as many samples) would be wrong
-        // silently: only a profile's own are read.
-        let columns = options
-            .columns
-            .as_deref()
-            .filter(|c| c.duplicated_leaf.len() == profile.samples.len());
+        let columns = stacks.columns.clone();
+        let columns = columns.as_deref();
         let filters = SampleFilters {
             value_index,
             values: columns
@@ -419,8 +493,17 @@ impl<'p> Stacks<'p> {
                 .zip(profile.samples.par_chunks(PIECE))
                 .enumerate()
                 .map(|(piece, (out, samples))| {
-                    let mut kept = Vec::with_capacity(256);
                     let (mut grand_total, mut total, mut count) = (0i64, 0i64, 0usize);
+                    // A time window keeps none of this piece's samples:
+                    // none is read.
+                    if options
+                        .window
+                        .as_ref()
+                        .is_some_and(|w| !w.may_keep_piece(piece))
+                    {
+                        return (grand_total, total, count);
+                    }
+                    let mut kept = Vec::with_capacity(256);
                     for (j, sample) in samples.iter().enumerate() {
                         let index = piece * PIECE + j;
                         if let Some((value, keep)) =
@@ -609,6 +692,22 @@ impl<'p> Stacks<'p> {
     /// The second location is the leaf again, as a caller (address - 1).
     fn duplicated_leaf(&self, locations: &[LocationId]) -> bool {
         duplicated_leaf(self.profile, locations)
+    }
+
+    /// What [`Stacks::expand`] reads of kept sample `i` besides its
+    /// value: two kept samples with equal keys expand to the same frames.
+    pub fn stack_key(&self, i: usize) -> StackKey<'_> {
+        let kept = self.samples[i];
+        let stack = match self.columns.as_deref() {
+            Some(columns) => Stack::Number(columns.stack[kept.sample as usize]),
+            None => Stack::List(&self.profile.samples[kept.sample as usize].locations),
+        };
+        StackKey {
+            stack,
+            filtered: kept.filtered,
+            depth: kept.depth,
+            labels: kept.labels,
+        }
     }
 
     /// Writes the frames of kept sample `i` (leaf first) into `frames`, and
@@ -1223,6 +1322,19 @@ mod tests {
             prop_assert_eq!(a.grand_total, b.grand_total);
             prop_assert_eq!(a.total, b.total);
             prop_assert_eq!(kept(&a), kept(&b));
+            // The graph sums samples of one stack by the columns' stack
+            // numbers (b) or by their location lists (a): the same.
+            let (ga, gb) = (crate::graph::Graph::build(&a, true), crate::graph::Graph::build(&b, true));
+            prop_assert_eq!(&ga.nodes, &gb.nodes);
+            prop_assert_eq!(&ga.edges, &gb.edges);
+            // Equal location lists have equal numbers, and only they.
+            let numbers = &columned.columns.as_ref().unwrap().stack;
+            let mut by_list: std::collections::HashMap<&[LocationId], u32> = Default::default();
+            let mut by_number: std::collections::HashMap<u32, &[LocationId]> = Default::default();
+            for (sample, &number) in profile.samples.iter().zip(numbers) {
+                prop_assert_eq!(*by_list.entry(&sample.locations).or_insert(number), number);
+                prop_assert_eq!(*by_number.entry(number).or_insert(&sample.locations), &sample.locations[..]);
+            }
             // Against the definition: the window's samples, read one by one.
             let in_window = (0..profile.samples.len()).filter(|&i| {
                 let t = (i % 200) as i64;

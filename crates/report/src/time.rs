@@ -40,6 +40,12 @@ pub struct SampleTimes {
     pub times: Arc<[i64]>,
     /// Their span; `None` when no sample has a time.
     pub span: Option<Span>,
+    /// The earliest and latest time of each piece of [`crate::PIECE`]
+    /// samples, in order (`(i64::MAX, i64::MIN)` for a piece without a
+    /// time): a window skips the pieces it cannot keep a sample of, which
+    /// in a profile kept in time order (perf.data's, a generator's) is
+    /// most of them.
+    pub pieces: Arc<[(i64, i64)]>,
 }
 
 impl SampleTimes {
@@ -51,14 +57,18 @@ impl SampleTimes {
             .with_min_len(1 << 14)
             .map(|s| sample_time(s).unwrap_or(NO_TIME))
             .collect();
-        let (first, last) = times
-            .par_iter()
-            .filter(|&&t| t != NO_TIME)
-            .fold(
-                || (i64::MAX, i64::MIN),
-                |(lo, hi), &t| (lo.min(t), hi.max(t)),
-            )
-            .reduce(|| (i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let pieces: Vec<(i64, i64)> = times
+            .par_chunks(crate::PIECE)
+            .map(|piece| {
+                piece
+                    .iter()
+                    .filter(|&&t| t != NO_TIME)
+                    .fold((i64::MAX, i64::MIN), |(lo, hi), &t| (lo.min(t), hi.max(t)))
+            })
+            .collect();
+        let (first, last) = pieces
+            .iter()
+            .fold((i64::MAX, i64::MIN), |a, b| (a.0.min(b.0), a.1.max(b.1)));
         let span = (first <= last).then(|| Span {
             origin: origin(profile.time_nanos, profile.duration_nanos, first),
             first,
@@ -67,6 +77,7 @@ impl SampleTimes {
         SampleTimes {
             times: times.into(),
             span,
+            pieces: pieces.into(),
         }
     }
 
@@ -78,6 +89,7 @@ impl SampleTimes {
         let origin = i128::from(self.span?.origin);
         Some(TimeWindow {
             times: Arc::clone(&self.times),
+            pieces: Arc::clone(&self.pieces),
             start: origin + i128::from(range.start),
             end: range.end.map_or(i128::MAX, |end| origin + i128::from(end)),
             setting,
@@ -91,6 +103,7 @@ impl SampleTimes {
 #[derive(Clone, Debug)]
 pub struct TimeWindow {
     times: Arc<[i64]>,
+    pieces: Arc<[(i64, i64)]>,
     /// The first time kept (ns, on the samples' clock).
     start: i128,
     /// The first time no longer kept.
@@ -104,6 +117,15 @@ impl TimeWindow {
     pub fn keeps(&self, index: usize) -> bool {
         let t = self.times.get(index).copied().unwrap_or(NO_TIME);
         t != NO_TIME && i128::from(t) >= self.start && i128::from(t) < self.end
+    }
+
+    /// False when the window keeps none of the samples of piece `piece`
+    /// (samples `piece * PIECE ..`, [`crate::PIECE`]): their times all
+    /// lie outside it.
+    pub fn may_keep_piece(&self, piece: usize) -> bool {
+        self.pieces.get(piece).is_none_or(|&(first, last)| {
+            first <= last && i128::from(last) >= self.start && i128::from(first) < self.end
+        })
     }
 }
 
@@ -318,6 +340,62 @@ pub fn offset_text(ns: i64) -> String {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn a_window_skips_the_pieces_it_keeps_nothing_of() {
+        // Three pieces of samples in time order (1 ns apart from 1000),
+        // and a fourth, shorter, without times.
+        let piece = crate::PIECE as i64;
+        let mut profile = Profile::default();
+        for k in 0..3 * piece + 5 {
+            let labels = if k < 3 * piece {
+                vec![cpuprof_profile::Label::num(TIMESTAMP_KEY, 1000 + k, "ns")]
+            } else {
+                vec![]
+            };
+            profile.samples.push(Sample {
+                locations: vec![],
+                values: vec![1],
+                labels,
+            });
+        }
+        let times = SampleTimes::of(&profile);
+        assert_eq!(
+            times.pieces[..],
+            [
+                (1000, 999 + piece),
+                (1000 + piece, 999 + 2 * piece),
+                (1000 + 2 * piece, 999 + 3 * piece),
+                (i64::MAX, i64::MIN),
+            ]
+        );
+        // Offsets count from the first time (1000): the second piece only,
+        // then its last sample and the third's first.
+        let window = |start, end| {
+            times
+                .window(
+                    TimeRange {
+                        start,
+                        end: Some(end),
+                    },
+                    "time=x".into(),
+                )
+                .unwrap()
+        };
+        let w = window(piece, 2 * piece);
+        let may: Vec<bool> = (0..5).map(|p| w.may_keep_piece(p)).collect();
+        assert_eq!(may, [false, true, false, false, true]);
+        let w = window(2 * piece - 1, 2 * piece + 1);
+        let may: Vec<bool> = (0..4).map(|p| w.may_keep_piece(p)).collect();
+        assert_eq!(may, [false, true, true, false]);
+        // Whatever a skipped piece holds, the window keeps none of it.
+        for p in 0..4usize {
+            if !w.may_keep_piece(p) {
+                let samples = p * crate::PIECE..((p + 1) * crate::PIECE).min(profile.samples.len());
+                assert!(samples.clone().all(|i| !w.keeps(i)), "piece {p}");
+            }
+        }
+    }
 
     #[test]
     fn ranges_and_their_errors() {

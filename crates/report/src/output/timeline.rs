@@ -11,7 +11,7 @@ use std::io::{self, Write};
 
 use regex::Regex;
 
-use crate::activity::{Activity, ActivityOptions, SampleIndex};
+use crate::activity::{Activity, ActivityOptions, KeptSamples, SampleIndex};
 use crate::measure;
 use crate::stacks::Stacks;
 use crate::time::offset_text;
@@ -69,7 +69,7 @@ pub fn write(
 ) -> io::Result<()> {
     let build = |columns: usize| {
         Activity::build(
-            stacks,
+            KeptSamples::Stacks(stacks),
             &ActivityOptions {
                 origin: options.origin,
                 from: options.from,
