@@ -225,12 +225,18 @@ fn serve_one(app: &views::App, mut request: tiny_http::Request) {
             tiny_http::Header::from_bytes("Content-Type", response.content_type)
                 .expect("valid header"),
         );
+    // Nothing is kept by the browser (every page is computed from the
+    // session's settings) but what says otherwise (the versioned assets).
+    let cached = response.headers.iter().any(|(n, _)| *n == "Cache-Control");
     let fixed = [
         ("X-Content-Type-Options", "nosniff"),
         ("Cache-Control", "no-store"),
         ("Referrer-Policy", "no-referrer"),
     ];
     for (name, value) in fixed {
+        if cached && name == "Cache-Control" {
+            continue;
+        }
         out.add_header(tiny_http::Header::from_bytes(name, value).expect("valid header"));
     }
     for (name, value) in &response.headers {

@@ -25,6 +25,32 @@ pub const SCRIPT: &str = include_str!("assets/ui.js");
 /// The page's style sheet.
 pub const STYLE: &str = include_str!("assets/ui.css");
 
+/// The assets' version in their URLs (`?v=`, a hash of both): pages name
+/// them so, and the browser keeps them (a range selection loads a page
+/// whose script and style it already has); another build's assets have
+/// another URL.
+fn asset_version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        // FNV-1a, 64 bits.
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in SCRIPT.bytes().chain(STYLE.bytes()) {
+            h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+        }
+        format!("{h:016x}")
+    })
+}
+
+/// An asset's response: kept by the browser (its URL changes with it).
+fn asset(content_type: &'static str, body: &'static str) -> Response {
+    let mut r = Response::new(200, content_type, body);
+    r.headers.push((
+        "Cache-Control",
+        "public, max-age=31536000, immutable".to_string(),
+    ));
+    r
+}
+
 /// The views: route, menu label, the report command behind it.
 pub const VIEWS: &[(&str, &str)] = &[
     ("top", "Top"),
@@ -164,8 +190,8 @@ impl App {
                 r.headers.push(("Location", location));
                 r
             }
-            "/ui/assets/ui.js" => Response::new(200, "text/javascript; charset=utf-8", SCRIPT),
-            "/ui/assets/ui.css" => Response::new(200, "text/css; charset=utf-8", STYLE),
+            "/ui/assets/ui.js" => asset("text/javascript; charset=utf-8", SCRIPT),
+            "/ui/assets/ui.css" => asset("text/css; charset=utf-8", STYLE),
             _ => {
                 let config = match Config::with_query(&self.config, query) {
                     Ok(c) => c,
@@ -479,11 +505,12 @@ impl App {
             "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
              <meta name=\"color-scheme\" content=\"light dark\">\n\
              <title>{} — {} — cpuprof</title>\n<link rel=\"icon\" href=\"data:,\">\n\
-             <link rel=\"stylesheet\" href=\"/ui/assets/ui.css\">\n</head>\n\
+             <link rel=\"stylesheet\" href=\"/ui/assets/ui.css?v={}\">\n</head>\n\
              <body data-view=\"{view}\"{}>\n<header>\n<nav aria-label=\"Views\">\
              <span class=\"brand\">cpuprof</span>",
             escape(label),
             escape(&inputs.join(" ")),
+            asset_version(),
             if diff { " class=\"diff\"" } else { "" }
         );
         html.push_str("<span class=\"views\">");
@@ -659,7 +686,11 @@ impl App {
         }
         html.push_str("</div>\n</header>\n<main id=\"view\">");
         html.push_str(body);
-        html.push_str("</main>\n<script src=\"/ui/assets/ui.js\"></script>\n</body>\n</html>\n");
+        let _ = write!(
+            html,
+            "</main>\n<script src=\"/ui/assets/ui.js?v={}\"></script>\n</body>\n</html>\n",
+            asset_version()
+        );
         html
     }
 }
