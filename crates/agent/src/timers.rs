@@ -366,7 +366,8 @@ fn check(ret: i64) -> io::Result<i64> {
 }
 
 /// Opens and arms a task-clock event on thread `tid` that sends `signal`
-/// to that thread every `period_ns` of its CPU time. Returns the fd.
+/// to that thread every `period_ns` of its CPU time, the first time
+/// `delay_ns` later (plus a random part of a period). Returns the fd.
 pub(crate) fn arm_perf(
     tid: i32,
     period_ns: u64,
