@@ -250,8 +250,8 @@ pub(crate) fn read_profile_maps() -> String {
 /// this are one mapping.
 const JIT_GAP: u64 = 1 << 20;
 
-/// `maps` with `path` after every anonymous executable mapping (a line of
-/// five fields whose permissions hold `x`), then a line named `path` for
+/// `maps` with `path` after every anonymous executable mapping (no path,
+/// permissions holding `x`), then a line named `path` for
 /// each range of the JIT map `listing` (its entries, joined across gaps
 /// under [`JIT_GAP`]) that no mapping of `maps` overlaps.
 fn with_jit_code(maps: &str, listing: &str, path: &str) -> String {
@@ -259,21 +259,12 @@ fn with_jit_code(maps: &str, listing: &str, path: &str) -> String {
     let mut mapped: Vec<(u64, u64)> = Vec::new();
     for line in maps.lines() {
         out.push_str(line);
-        let mut fields = line.split_whitespace();
-        let range = fields
-            .next()
-            .and_then(|r| r.split_once('-'))
-            .and_then(|(a, b)| {
-                Some((
-                    u64::from_str_radix(a, 16).ok()?,
-                    u64::from_str_radix(b, 16).ok()?,
-                ))
-            });
-        mapped.extend(range);
-        let perms = fields.next().unwrap_or("");
-        if perms.as_bytes().get(2) == Some(&b'x') && fields.count() == 3 {
-            out.push_str("                          ");
-            out.push_str(path);
+        if let Some((start, end, perms, own_path)) = parse_maps_range(line) {
+            mapped.push((start, end));
+            if perms.as_bytes().get(2) == Some(&b'x') && own_path.is_empty() {
+                out.push_str("                          ");
+                out.push_str(path);
+            }
         }
         out.push('\n');
     }
