@@ -548,9 +548,7 @@ impl Session {
         };
         let options = timed.report_options(self, &all, profile)?;
         let index = self.index_for(profile);
-        let value_index = options
-            .sample_index
-            .unwrap_or_else(|| profile.default_sample_index());
+        let value_index = options.value_index(profile);
         // Every sample counts and none is highlighted: the values alone
         // make the timeline (the stacks of ten million samples are not
         // built for it).
@@ -1095,9 +1093,7 @@ impl RenderContext<'_> {
                 }
             }
             Output::Dcpiprof => {
-                let index = options
-                    .sample_index
-                    .unwrap_or_else(|| profile.default_sample_index());
+                let index = options.value_index(profile);
                 cpuprof_report::output::dcpiprof::write_with(
                     profile,
                     index,
@@ -1326,10 +1322,7 @@ impl RenderContext<'_> {
     /// For outputs drawn from call stacks: the note that the profile has
     /// none (DCPI, gmon.out histograms), also printed on stderr.
     fn flat_profile_note(&self) -> Option<String> {
-        let index = self
-            .options
-            .sample_index
-            .unwrap_or_else(|| self.profile.default_sample_index());
+        let index = self.options.value_index(self.profile);
         if !cpuprof_report::has_no_call_stacks(self.profile, index) {
             return None;
         }

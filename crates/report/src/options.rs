@@ -122,6 +122,12 @@ impl Default for Options {
 }
 
 impl Options {
+    /// The index of the sample value a report of `profile` reads.
+    pub fn value_index(&self, profile: &cpuprof_profile::Profile) -> usize {
+        self.sample_index
+            .unwrap_or_else(|| profile.default_sample_index())
+    }
+
     /// True when a report keeps every sample at its column value: no time
     /// window, no focus, ignore, show_from or tag filter, no mean. (Hide
     /// and show take frames away, not samples.)

@@ -397,9 +397,7 @@ impl<'p> Stacks<'p> {
         options: &Options,
         cache: Option<&FrameCache>,
     ) -> Stacks<'p> {
-        let value_index = options
-            .sample_index
-            .unwrap_or_else(|| profile.default_sample_index());
+        let value_index = options.value_index(profile);
         let sample_type = profile
             .sample_types
             .get(value_index)
@@ -923,9 +921,7 @@ impl<'p> Stacks<'p> {
     /// sum of the absolute values of its samples before any filter, as Go
     /// pprof's `-diff_base` computes it.
     pub fn with_base(mut self, base: &Profile, options: &Options) -> Self {
-        let value_index = options
-            .sample_index
-            .unwrap_or_else(|| base.default_sample_index());
+        let value_index = options.value_index(base);
         let total = base
             .samples
             .iter()
