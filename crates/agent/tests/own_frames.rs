@@ -24,7 +24,8 @@ fn agent_frames(text: &str) -> Vec<&str> {
                 "_ZN7cpuprof",
                 "7cpuprof",
                 "libcpuprof",
-                "trampoline",
+                // the agent's thread wrapper (not glibc's dl-trampoline.h)
+                "threads::trampoline",
             ]
             .iter()
             .any(|n| l.contains(n))

@@ -751,9 +751,14 @@ int main(int argc, char **argv) {
 fn agent_frames(text: &str) -> Vec<&str> {
     text.lines()
         .filter(|l| {
-            ["cpuprof::", "_ZN7cpuprof", "libcpuprof", "trampoline"]
-                .iter()
-                .any(|n| l.contains(n))
+            [
+                "cpuprof::",
+                "_ZN7cpuprof",
+                "libcpuprof",
+                "threads::trampoline",
+            ]
+            .iter()
+            .any(|n| l.contains(n))
         })
         .collect()
 }

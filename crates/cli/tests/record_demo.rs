@@ -148,7 +148,10 @@ fn recorded_proto_gets_demangled_names_and_lines_from_the_local_program() {
         .unwrap_or_else(|| panic!("no demangled row:\n{text}"));
     assert!(burn.ends_with("burner.cc:4"), "{burn}");
     assert!(!text.contains("_ZN"), "{text}");
-    assert!(!text.contains("trampoline"), "{text}");
+    // The agent's thread wrapper is gone; glibc's lazy-binding stub
+    // (`_dl_runtime_resolve_xsavec ... dl-trampoline.h`) may be sampled
+    // legitimately, so only the agent's name is checked.
+    assert!(!text.contains("threads::trampoline"), "{text}");
     assert!(
         text.lines()
             .any(|l| l.contains("main::{lambda()#1}::operator()") || l.contains("operator()")),
