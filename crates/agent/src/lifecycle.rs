@@ -95,15 +95,75 @@ struct Session {
     owner: SignalOwner,
     /// The file and its temporary name, NUL-terminated, for the crash
     /// path (which may not allocate).
-    crash_names: Option<(std::ffi::CString, std::ffi::CString)>,
+    crash_names: Option<CrashNames>,
+    /// Made by [`fork_child`] in a forked child: until its first sample,
+    /// it writes nothing anywhere (see [`is_unsampled_child`]).
+    forked: bool,
 }
 
-fn crash_names(path: &str) -> Option<(std::ffi::CString, std::ffi::CString)> {
-    Some((
-        std::ffi::CString::new(path).ok()?,
-        std::ffi::CString::new(writer::temporary_name(path)).ok()?,
-    ))
+/// Room kept at the end of a session's path and crash names, so that a
+/// forked child can append `_<pid>` in place: between `fork` and `exec`
+/// nothing may allocate or free (the program's allocator may be locked
+/// by a thread that does not exist in the child; Chromium's is).
+const NAME_ROOM: usize = 64;
+
+/// A session's path with [`NAME_ROOM`] to spare.
+fn roomy_path(path: &str) -> String {
+    let mut roomy = String::with_capacity(path.len() + NAME_ROOM);
+    roomy.push_str(path);
+    roomy
 }
+
+/// Appends `_<pid>` to `path` in place when its capacity allows (no
+/// allocation); else (a child of a child of ... beyond [`NAME_ROOM`])
+/// only when `may_allocate`. Returns whether it did.
+fn append_pid(path: &mut String, pid: u32, may_allocate: bool) -> bool {
+    use std::fmt::Write;
+    if !may_allocate && path.capacity() - path.len() < 11 {
+        return false;
+    }
+    write!(path, "_{pid}").is_ok()
+}
+
+/// The profile's path and its temporary name, NUL-terminated, for the
+/// crash path's raw `open` and `rename`; each with [`NAME_ROOM`] to spare.
+struct CrashNames {
+    path: Vec<u8>,
+    temporary: Vec<u8>,
+}
+
+impl CrashNames {
+    fn new(path: &str) -> Option<CrashNames> {
+        let mut names = CrashNames {
+            path: Vec::with_capacity(path.len() + NAME_ROOM),
+            temporary: Vec::with_capacity(path.len() + 2 * NAME_ROOM),
+        };
+        names.set(path).then_some(names)
+    }
+
+    /// Rewrites both names for `path` in place; false (and the names are
+    /// not to be used) when `path` holds a NUL or the room is short.
+    /// Allocates nothing.
+    fn set(&mut self, path: &str) -> bool {
+        use std::io::Write;
+        if path.as_bytes().contains(&0) {
+            return false;
+        }
+        let path_len = path.len() + 1;
+        // `writer::temporary_name`: `<path>.<pid>.tmp`.
+        let temporary_len = path.len() + 1 + 10 + 5;
+        if self.path.capacity() < path_len || self.temporary.capacity() < temporary_len {
+            return false;
+        }
+        self.path.clear();
+        self.path.extend_from_slice(path.as_bytes());
+        self.path.push(0);
+        self.temporary.clear();
+        write!(self.temporary, "{path}.{}.tmp\0", std::process::id()).is_ok()
+            && self.temporary.ends_with(&[0])
+    }
+}
+
 
 /// Watches the sampling signal for a handler the program installs over
 /// ours (checked at every sweep, flush and stop).
@@ -370,10 +430,11 @@ fn start_locked(
     };
     control.session = Some(Session {
         owner,
-        crash_names: path.and_then(crash_names),
+        crash_names: path.and_then(CrashNames::new),
+        forked: false,
         id: SESSION_IDS.fetch_add(1, Ordering::Relaxed) + 1,
         execs_in_progress: 0,
-        path: path.unwrap_or_default().to_string(),
+        path: roomy_path(path.unwrap_or_default()),
         internal: path.is_none(),
         settings,
         clock,
@@ -701,6 +762,14 @@ pub(crate) fn suspend_for_exec() -> Option<u64> {
     let control = &mut *control;
     let sampler = existing_sampler()?;
     let session = control.session.as_mut()?;
+    if is_unsampled_child(sampler, session) {
+        // A forked child about to exec (a launcher's, most often): no
+        // sample to keep, and nothing may allocate here (see
+        // [`NAME_ROOM`]). Disarmed for good: should the exec fail, the
+        // child goes on unprofiled (it usually `_exit`s).
+        disarm_all(sampler, session);
+        return None;
+    }
     session.execs_in_progress += 1;
     if session.execs_in_progress == 1 {
         // Also needed beyond the samples: setitimer timers survive exec,
@@ -849,10 +918,21 @@ fn serve_requests(requests: &AtomicU32, done: &AtomicU32, work: fn()) {
     }
 }
 
+/// True in a forked child that has not been sampled yet: it writes no
+/// file (at exec, exit, `_exit` or a crash), and allocates nothing to
+/// find that out. A child that execs or exits within its first sampling
+/// delay (`timers::FORKED_CHILD_DELAY_NS`: a launcher's child, a short
+/// helper) leaves no empty `path_<pid>` behind.
+fn is_unsampled_child(sampler: &Sampler, session: &Session) -> bool {
+    session.forked
+        && sampler.stats.interrupts.load(Ordering::Relaxed) == 0
+        && session.stacks.is_empty()
+}
+
 /// Writes the session's profile (to a temporary name, then renamed);
 /// returns its size in bytes. Failures are also reported on stderr.
 fn write_profile(sampler: &Sampler, session: &mut Session) -> io::Result<usize> {
-    if session.internal {
+    if session.internal || is_unsampled_child(sampler, session) {
         return Ok(0);
     }
     let maps = modules::read_profile_maps();
@@ -949,10 +1029,13 @@ fn write_after_crash() {
 }
 
 fn write_crash_file(sampler: &Sampler, session: &Session) {
-    let Some((path, temporary)) = session.crash_names.as_ref() else {
+    if is_unsampled_child(sampler, session) {
+        return;
+    }
+    let Some(CrashNames { path, temporary }) = session.crash_names.as_ref() else {
         return;
     };
-    let Some(mut file) = crate::crash::RawFile::create(temporary.as_bytes_with_nul()) else {
+    let Some(mut file) = crate::crash::RawFile::create(temporary) else {
         return;
     };
     for word in [0, 3, 0, header_period_us(sampler, session), 0] {
@@ -1005,9 +1088,9 @@ fn write_crash_file(sampler: &Sampler, session: &Session) {
     // SAFETY: NUL-terminated names; rename and unlink are async-signal-safe.
     unsafe {
         if file.finish() {
-            libc::rename(temporary.as_ptr(), path.as_ptr());
+            libc::rename(temporary.as_ptr().cast(), path.as_ptr().cast());
         } else {
-            libc::unlink(temporary.as_ptr());
+            libc::unlink(temporary.as_ptr().cast());
         }
     }
 }
@@ -1669,6 +1752,7 @@ fn periodic_work(sampler: &Sampler) {
 type HeldLocks = (
     MutexGuard<'static, Control>,
     MutexGuard<'static, Option<Arming>>,
+    MutexGuard<'static, crate::thread_names::ExitRecords>,
 );
 struct ForkGuards(UnsafeCell<Option<HeldLocks>>);
 // SAFETY: only touched by the forking thread between prepare and
@@ -1687,8 +1771,9 @@ extern "C" fn fork_prepare() {
     );
     let control = lock(&CONTROL);
     let threads = lock(&THREADS);
+    let exits = crate::thread_names::hold_exits();
     // SAFETY: see ForkGuards.
-    unsafe { *FORK_GUARDS.0.get() = Some((control, threads)) };
+    unsafe { *FORK_GUARDS.0.get() = Some((control, threads, exits)) };
 }
 
 extern "C" fn fork_parent() {
@@ -1714,31 +1799,35 @@ fn adopt_if_cloned_child() {
     if unsafe { libc::getpid() } == session_pid() {
         return;
     }
-    continue_in_child(control, threads);
+    let exits = crate::thread_names::hold_exits();
+    // Creating a thread, the program allocates: so may we.
+    continue_in_child((control, threads, exits), false);
 }
 
 /// In the child: forget the parent's threads, timers and samples; keep
 /// profiling the child (if a session runs) into `path_<pid>`.
 extern "C" fn fork_child() {
     // SAFETY: see ForkGuards.
-    let Some((control, threads)) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
+    let Some(held) = (unsafe { (*FORK_GUARDS.0.get()).take() }) else {
         return;
     };
-    continue_in_child(control, threads);
+    continue_in_child(held, true);
 }
 
-/// See [`fork_child`]; `control` and `threads` are the locks, held.
-fn continue_in_child(
-    mut control: MutexGuard<'static, Control>,
-    mut threads: MutexGuard<'static, Option<Arming>>,
-) {
+/// See [`fork_child`]; `held` are the locks. `just_forked`: called between
+/// `fork` and whatever the child does next, perhaps `exec`, where nothing
+/// may allocate or free (see [`NAME_ROOM`]): what belongs to the parent is
+/// forgotten, not freed, and the names are rewritten in place.
+fn continue_in_child((mut control, mut threads, mut exits): HeldLocks, just_forked: bool) {
     // SAFETY: getpid is always safe.
     SESSION_PID.store(unsafe { libc::getpid() }, Ordering::Release);
     set_control_tid(0);
     crate::wall_driver::forget_after_fork();
     threads::forget_internal_after_fork();
     // The HTTP endpoint's threads do not exist here: no window in the child.
-    control.window = None;
+    std::mem::forget(control.window.take());
+    crate::thread_names::forget_exits_in_child(&mut exits);
+    drop(exits);
     let Some(sampler) = existing_sampler() else {
         return;
     };
@@ -1765,12 +1854,12 @@ fn continue_in_child(
     sampler.clear_tables();
     if session.internal {
         INTERNAL_SESSION.store(false, Ordering::Release);
+        std::mem::forget(session);
         return;
     }
     sampler.reset_stats();
-    crate::thread_names::clear_exits();
-    session.stacks.clear();
-    session.names = ThreadNames::default();
+    std::mem::forget(std::mem::take(&mut session.stacks));
+    std::mem::forget(std::mem::take(&mut session.names));
     session.started = Instant::now();
     // The child's profile starts now: its samples' times count from here.
     (session.start_time_ns, session.start_monotonic_ns) = epoch_and_monotonic_ns();
@@ -1786,8 +1875,24 @@ fn continue_in_child(
     );
     session.evictions = 0;
     session.execs_in_progress = 0;
-    session.path = format!("{}_{}", session.path, std::process::id());
-    session.crash_names = crash_names(&session.path);
+    session.forked = true;
+    if !append_pid(&mut session.path, std::process::id(), !just_forked) {
+        // Too deep a line of children for the room kept: this one would
+        // write over its parent's file. It is not profiled.
+        sampler.running.store(false, Ordering::Release);
+        std::mem::forget(session);
+        return;
+    }
+    let named = match session.crash_names.as_mut() {
+        Some(names) => names.set(&session.path),
+        None => false,
+    };
+    if !named {
+        std::mem::forget(session.crash_names.take());
+        if !just_forked {
+            session.crash_names = CrashNames::new(&session.path);
+        }
+    }
     session.start_process_cpu_ns = process_cpu_ns();
     session.last_flush = Instant::now();
     let period_ns = session.settings.period_ns();

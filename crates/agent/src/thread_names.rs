@@ -7,7 +7,7 @@
 //! follows it (the control thread drains at least once a second in a
 //! labelled session), or at the thread's exit if that came first.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use rustc_hash::FxHashMap;
 
@@ -18,8 +18,11 @@ use crate::signal_path::tag_tid;
 /// threads faster than that per second loses the names of the excess).
 const MAX_EXITED: usize = 1 << 16;
 
+/// Exit records: (tid, name as `PR_GET_NAME` gives it).
+pub(crate) type ExitRecords = Vec<(i32, [u8; 16])>;
+
 /// Names recorded by threads at their exit, not yet taken by a drain.
-static EXITED: Mutex<Vec<(i32, [u8; 16])>> = Mutex::new(Vec::new());
+static EXITED: Mutex<ExitRecords> = Mutex::new(Vec::new());
 
 /// Called by an exiting thread (outside any signal handler) while a
 /// labelled session runs: keeps its name for the samples not drained yet.
@@ -35,9 +38,24 @@ pub(crate) fn record_exit(tid: i32) {
     }
 }
 
-/// Forgets the exit records (a new session, a forked child).
+/// Forgets the exit records (a new session).
 pub(crate) fn clear_exits() {
     lock(&EXITED).clear();
+}
+
+/// The exit records' lock, held across `fork` (see
+/// `lifecycle::fork_prepare`) so that the child never finds it held by a
+/// thread that does not exist there.
+pub(crate) fn hold_exits() -> MutexGuard<'static, ExitRecords> {
+    lock(&EXITED)
+}
+
+/// In a forked child, with the lock held across the fork: forgets the
+/// parent's exit records without freeing them (nothing may allocate or
+/// free between `fork` and `exec`: the program's allocator may be locked
+/// by a thread that does not exist here).
+pub(crate) fn forget_exits_in_child(held: &mut MutexGuard<'static, ExitRecords>) {
+    std::mem::forget(std::mem::take(&mut **held));
 }
 
 /// A session's thread names: interned, numbered from 1.

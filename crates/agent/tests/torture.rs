@@ -1178,6 +1178,46 @@ fn forked_children_that_reset_their_signals_before_exec_are_unharmed() {
     );
 }
 
+/// Regression (Chromium, `--in-process-gpu`, about one run in ten: the
+/// browser waited forever for a utility process): a forked child of a
+/// threaded program ran our fork handler, which formatted its file name
+/// (`malloc`), and our `execl` wrapper, which wrote its empty profile
+/// (`malloc` again), between its fork and its exec. Chromium's allocator
+/// was locked by another thread at the fork; the child waited on it for
+/// ever. POSIX allows only async-signal-safe calls there, and the program
+/// keeps to that: the agent must too. `fork_locked_heap` has its own
+/// allocator whose lock another thread holds 50 ms at a time: 10 of 10
+/// children stuck before the fix; now its forked children allocate
+/// nothing (names rewritten in room kept at the start, the parent's
+/// state forgotten, not freed; an unsampled child writes no file), for
+/// every clock.
+#[test]
+fn forked_children_allocate_nothing_before_exec() {
+    let _serial = serial();
+    let dir = tempdir();
+    let program = build(dir.path(), "fork_locked_heap");
+    for timer in ["perf", "posix", "itimer"] {
+        let profiles = dir.path().join(timer);
+        std::fs::create_dir(&profiles).unwrap();
+        let make = || {
+            let mut cmd = plain(&program);
+            cmd.arg("20").env("CPUPROFILE_TIMER", timer);
+            cmd
+        };
+        let (without, _) = run_both(
+            &format!("fork with the heap locked, exec ({timer})"),
+            &make,
+            None,
+            &profiles.join("fl.prof"),
+            1000,
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&without.stdout),
+            "children stuck: 0 of 20, failed: 0\n"
+        );
+    }
+}
+
 // ---- The biggest programs people run (issue 22) ----
 
 /// Runs `make()` without the agent, then with it (gperftools' format at
