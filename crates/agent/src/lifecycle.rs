@@ -164,7 +164,6 @@ impl CrashNames {
     }
 }
 
-
 /// Watches the sampling signal for a handler the program installs over
 /// ours (checked at every sweep, flush and stop).
 struct SignalOwner {

@@ -39,7 +39,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 
 use linux_perf_data::linux_perf_event_reader::{
-    CpuMode, EventRecord, Mmap2FileId, PerfEventType, SamplingPolicy, SoftwareCounterType,
+    CpuMode, EventRecord, Mmap2FileId, PerfEventType, RawData, SamplingPolicy, SoftwareCounterType,
 };
 use linux_perf_data::{DsoKey, Endianness, PerfFileReader, PerfFileRecord, UserRecordType};
 use rustc_hash::{FxHashMap, FxHashSet};
@@ -146,6 +146,9 @@ pub fn read_with(
         )
     })?;
     let pipe = header_size == 16;
+    // The data section, in file mode, and whether its records can be read
+    // where they lie (see [`read_in_place`]).
+    let mut in_place: Option<(u64, u64)> = None;
     if pipe {
         check_framing(data, 16, data.len() as u64, big, release)?;
     } else {
@@ -189,8 +192,11 @@ pub fn read_with(
                 ),
             ));
         };
-        check_framing(data, offset, end, big, release)?;
+        let framing = check_framing(data, offset, end, big, release)?;
         check_sections(data, end, big)?;
+        if !framing.packed {
+            in_place = Some((offset, end));
+        }
     }
     let position = Rc::new(Cell::new(0u64));
     let source = Tracked {
@@ -219,6 +225,16 @@ pub fn read_with(
         }
     }
     state.x86_64 = matches!(perf_file.arch(), Ok(Some("x86_64")) | Ok(None));
+    let simpleperf = perf_file
+        .features()
+        .has_feature(linux_perf_data::Feature::SIMPLEPERF_META_INFO);
+    if let (Some((start, end)), false) = (in_place, simpleperf) {
+        drop(record_iter);
+        state.file = Some(data);
+        read_in_place(data, start, end, &perf_file, &mut state, release)?;
+        state.flush_unwinds();
+        return Ok(state.finish());
+    }
     loop {
         let record = record_iter
             .next_record(&mut perf_file)
@@ -370,7 +386,8 @@ pub fn check_framing(
     end: u64,
     big: bool,
     release: Option<fn(&[u8])>,
-) -> Result<(), ParseError> {
+) -> Result<Framing, ParseError> {
+    let mut framing = Framing { packed: false };
     let mut offset = start;
     let mut released = 0usize;
     while offset < end {
@@ -431,6 +448,11 @@ pub fn check_framing(
                 ),
             ));
         }
+        // PERF_RECORD_AUXTRACE (its data follows the record), COMPRESSED
+        // and COMPRESSED2 (zstd frames of records).
+        if matches!(kind, 71 | 81 | 83) {
+            framing.packed = true;
+        }
         if kind == 80 {
             // PERF_RECORD_HEADER_FEATURE: u64 feature id, then the
             // feature's bytes.
@@ -451,6 +473,217 @@ pub fn check_framing(
             ));
         }
         offset += u64::from(size);
+    }
+    Ok(framing)
+}
+
+/// What [`check_framing`] found out about the records on its way.
+#[derive(Debug, Clone, Copy)]
+pub struct Framing {
+    /// Some records hold others (compressed) or data beyond their size
+    /// (AUX trace data): they are not all where the headers say.
+    pub packed: bool,
+}
+
+/// perf's own record types read in place.
+const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
+const PERF_RECORD_FINISHED_ROUND: u32 = 68;
+
+/// A record waiting for its round to end: where it is and its event.
+#[derive(Debug, Clone, Copy)]
+struct Waiting {
+    /// Time (None for records without one: they come first), then the
+    /// offset (the order of the file among equal times).
+    key: (Option<u64>, u64),
+    /// The event (attribute index); None for perf's own records.
+    attr: Option<usize>,
+}
+
+/// Reads the records of a file-mode data section (`data[start..end]`,
+/// framing checked) where they lie, in the order `perf report` and the
+/// `linux-perf-data` crate give them: each round (up to a
+/// `FINISHED_ROUND` record) sorted by time, the records of a round
+/// released only once no later round can hold an earlier time. The
+/// crate's reader copies every record into a buffer first (8 KB of stack
+/// for each `--call-graph dwarf` sample, hundreds of MB in all); here the
+/// records are parsed, and their stacks unwound, in the mapped file.
+fn read_in_place(
+    data: &[u8],
+    start: u64,
+    end: u64,
+    perf_file: &linux_perf_data::PerfFile,
+    state: &mut State<'_>,
+    release: Option<fn(&[u8])>,
+) -> Result<(), ParseError> {
+    use linux_perf_data::linux_perf_event_reader::{
+        get_record_id, get_record_identifier, get_record_timestamp, AttrFlags, RawEventRecord,
+        RecordParseInfo, RecordType, SampleFormat,
+    };
+    let endian = perf_file.endian();
+    let attributes = perf_file.event_attributes();
+    let infos: Vec<RecordParseInfo> = attributes
+        .iter()
+        .map(|a| RecordParseInfo::new(&a.attr, endian))
+        .collect();
+    let mut attr_of_id: FxHashMap<u64, usize> = FxHashMap::default();
+    for (i, a) in attributes.iter().enumerate() {
+        for &id in &a.event_ids {
+            attr_of_id.insert(id, i);
+        }
+    }
+    // How a record's event is found, as the crate finds it: one event;
+    // several read alike (the id where they all have it); or each with
+    // PERF_SAMPLE_IDENTIFIER (the id first, or last).
+    let same = infos
+        .windows(2)
+        .all(|w| w[0].id_parse_info == w[1].id_parse_info);
+    let identified = attributes
+        .iter()
+        .all(|a| a.attr.sample_format.contains(SampleFormat::IDENTIFIER));
+    let sample_id_all = attributes
+        .first()
+        .is_some_and(|a| a.attr.flags.contains(AttrFlags::SAMPLE_ID_ALL));
+    if infos.len() > 1 && !same && !identified {
+        return Err(ParseError::new(
+            FORMAT,
+            start,
+            "several events, read differently, without PERF_SAMPLE_IDENTIFIER: cannot tell their records apart",
+        ));
+    }
+    let big = matches!(endian, Endianness::BigEndian);
+    let u16_at = |b: &[u8]| {
+        if big {
+            u16::from_be_bytes([b[0], b[1]])
+        } else {
+            u16::from_le_bytes([b[0], b[1]])
+        }
+    };
+    let u32_at = |b: &[u8]| {
+        let b: [u8; 4] = [b[0], b[1], b[2], b[3]];
+        if big {
+            u32::from_be_bytes(b)
+        } else {
+            u32::from_le_bytes(b)
+        }
+    };
+    let attr_of = |kind: RecordType, body: RawData| -> usize {
+        if infos.len() == 1 {
+            return 0;
+        }
+        let id = match (endian, same) {
+            (Endianness::LittleEndian, true) => {
+                get_record_id::<byteorder::LittleEndian>(kind, body, &infos[0].id_parse_info)
+            }
+            (Endianness::BigEndian, true) => {
+                get_record_id::<byteorder::BigEndian>(kind, body, &infos[0].id_parse_info)
+            }
+            (Endianness::LittleEndian, false) => {
+                get_record_identifier::<byteorder::LittleEndian>(kind, body, sample_id_all)
+            }
+            (Endianness::BigEndian, false) => {
+                get_record_identifier::<byteorder::BigEndian>(kind, body, sample_id_all)
+            }
+        };
+        id.and_then(|id| attr_of_id.get(&id).copied()).unwrap_or(0)
+    };
+    let time_of = |kind: RecordType, body: RawData, info: &RecordParseInfo| match endian {
+        Endianness::LittleEndian => {
+            get_record_timestamp::<byteorder::LittleEndian>(kind, body, info)
+        }
+        Endianness::BigEndian => get_record_timestamp::<byteorder::BigEndian>(kind, body, info),
+    };
+
+    // The sorter: records of the rounds not yet released, and of them how
+    // many are at or before the previous round's latest time.
+    let mut incoming: Vec<Waiting> = Vec::new();
+    let mut previous_max: (Option<u64>, u64) = (None, 0);
+    let mut current_max: (Option<u64>, u64) = (None, 0);
+    let mut ready = 0usize;
+    let mut released = 0usize;
+    let process = |w: Waiting, state: &mut State<'_>| -> Result<(), ParseError> {
+        let at = w.key.1 as usize;
+        let header = &data[at..at + 8];
+        let (kind, misc, size) = (
+            u32_at(&header[0..4]),
+            u16_at(&header[4..6]),
+            usize::from(u16_at(&header[6..8])),
+        );
+        let body = &data[at + 8..at + size];
+        let at_offset = |e: &dyn fmt::Display| ParseError::new(FORMAT, at as u64, format!("{e}"));
+        match w.attr {
+            Some(attr) => {
+                let record =
+                    RawEventRecord::new(RecordType(kind), misc, RawData::Single(body), infos[attr]);
+                if kind == 10 && misc & (1 << 14) != 0 && body.get(32).is_none_or(|&n| n > 20) {
+                    return Err(at_offset(&"MMAP2 record: build id longer than 20 bytes"));
+                }
+                let parsed = record
+                    .parse()
+                    .map_err(|e| at_offset(&format!("{:?} record: {e}", RecordType(kind))))?;
+                state.event(attr, parsed, misc)
+            }
+            None => {
+                if kind == PERF_RECORD_HEADER_BUILD_ID {
+                    state.build_id_record(body, endian, misc);
+                }
+                Ok(())
+            }
+        }
+    };
+    let mut offset = start;
+    while offset < end {
+        let at = offset as usize;
+        let header = &data[at..at + 8];
+        let (kind, size) = (u32_at(&header[0..4]), u64::from(u16_at(&header[6..8])));
+        let body = RawData::Single(&data[at + 8..at + size as usize]);
+        offset += size;
+        let record_type = RecordType(kind);
+        if kind == PERF_RECORD_FINISHED_ROUND {
+            // Release what no later round can come before.
+            if ready > 0 {
+                let (done, _, _) = incoming.select_nth_unstable_by_key(ready - 1, |w| w.key);
+                done.sort_unstable_by_key(|w| w.key);
+                for w in incoming.drain(..ready) {
+                    process(w, state)?;
+                }
+            }
+            previous_max = current_max;
+            ready = incoming.len();
+            if let Some(release) = release {
+                // Pages behind every waiting record and pending stack.
+                let waiting = incoming
+                    .iter()
+                    .map(|w| w.key.1 as usize)
+                    .min()
+                    .unwrap_or(at);
+                let low = state
+                    .lowest_pending_stack()
+                    .unwrap_or(usize::MAX)
+                    .min(waiting);
+                if low >= released + RELEASE_EVERY {
+                    release(&data[released..low]);
+                    released = low;
+                }
+            }
+            continue;
+        }
+        let (attr, time) = if record_type.is_user_type() {
+            (None, None)
+        } else {
+            let attr = attr_of(record_type, body);
+            (Some(attr), time_of(record_type, body, &infos[attr]))
+        };
+        let key = (time, at as u64);
+        if key <= previous_max {
+            ready += 1;
+        } else if key > current_max {
+            current_max = key;
+        }
+        incoming.push(Waiting { key, attr });
+    }
+    incoming.sort_unstable_by_key(|w| w.key);
+    for w in incoming {
+        process(w, state)?;
     }
     Ok(())
 }
@@ -543,6 +776,10 @@ struct Pending {
 
 struct State<'u> {
     unwinder: Option<&'u dyn StackUnwinder>,
+    /// The whole file when its records are read in place
+    /// ([`read_in_place`]): the jobs' stacks are then ranges of it, not
+    /// copies in `stacks`.
+    file: Option<&'u [u8]>,
     x86_64: bool,
     events: Vec<Event>,
     profile: Profile,
@@ -568,6 +805,7 @@ impl<'u> State<'u> {
     fn new(unwinder: Option<&'u dyn StackUnwinder>) -> State<'u> {
         State {
             unwinder,
+            file: None,
             x86_64: true,
             events: Vec::new(),
             profile: Profile::default(),
@@ -996,16 +1234,25 @@ impl<'u> State<'u> {
             // perf's x86_64 register numbers: BP 6, SP 7, IP 8.
             if let (Some(_), Some(_), Some(pc)) = (regs.get(6), regs.get(7), regs.get(8)) {
                 let size = (*dyn_size as usize).min(stack.len());
-                let start = self.stacks.len();
-                if let Some(bytes) = stack.get(0..size) {
-                    self.stacks.extend_from_slice(&bytes.as_slice());
-                }
+                let bytes = stack.get(0..size).unwrap_or(RawData::Single(&[]));
+                let range = match (self.file, bytes) {
+                    (Some(file), RawData::Single(bytes)) => {
+                        // Where the bytes lie in the file (they are a part of it).
+                        let start = (bytes.as_ptr() as usize).wrapping_sub(file.as_ptr() as usize);
+                        start..start + bytes.len()
+                    }
+                    _ => {
+                        let start = self.stacks.len();
+                        self.stacks.extend_from_slice(&bytes.as_slice());
+                        start..self.stacks.len()
+                    }
+                };
                 let space = self.space(pid);
                 self.jobs.push(UnwindJob {
                     space,
                     pc,
                     regs: PERF_OF_DWARF.map(|perf| regs.get(perf)),
-                    stack: start..self.stacks.len(),
+                    stack: range,
                     frames: Vec::new(),
                 });
                 self.pending.push(Pending {
@@ -1054,7 +1301,10 @@ impl<'u> State<'u> {
             return;
         }
         if let Some(unwinder) = self.unwinder {
-            unwinder.unwind(&mut self.jobs, &self.stacks);
+            match self.file {
+                Some(file) => unwinder.unwind(&mut self.jobs, file),
+                None => unwinder.unwind(&mut self.jobs, &self.stacks),
+            }
         }
         self.stacks.clear();
         let mut jobs = std::mem::take(&mut self.jobs);
@@ -1071,6 +1321,12 @@ impl<'u> State<'u> {
                 labels: p.labels,
             });
         }
+    }
+
+    /// Where the first stack waiting to be unwound starts in the file.
+    fn lowest_pending_stack(&self) -> Option<usize> {
+        self.file?;
+        self.jobs.iter().map(|j| j.stack.start).min()
     }
 
     fn finish(mut self) -> Profile {
