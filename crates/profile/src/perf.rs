@@ -250,6 +250,11 @@ pub fn read_with(
                         return Err(at(&"MMAP2 record: build id longer than 20 bytes"));
                     }
                 }
+                if record.record_type.0 == PERF_RECORD_SAMPLE
+                    && !callchain_fits(&record.data.as_slice(), &record.parse_info)
+                {
+                    return Err(at(&CALLCHAIN_TOO_LONG));
+                }
                 let parsed = record
                     .parse()
                     .map_err(|e| at(&format!("{:?} record: {e}", record.record_type)))?;
@@ -485,6 +490,73 @@ pub struct Framing {
     pub packed: bool,
 }
 
+/// A sample record (`PERF_RECORD_SAMPLE`).
+const PERF_RECORD_SAMPLE: u32 = 9;
+
+const CALLCHAIN_TOO_LONG: &str =
+    "SAMPLE record: its callchain is longer than the record: corrupt file";
+
+/// Whether a sample record's callchain count (when its format has one)
+/// fits in the record. The parser multiplies it by 8 unchecked: a count
+/// of 2^61 or more overflows. The fields before it are skipped the way
+/// the parser reads them (`linux-perf-event-reader` 0.10: with
+/// `PERF_FORMAT_GROUP` one value, else a count of values).
+fn callchain_fits(
+    body: &[u8],
+    info: &linux_perf_data::linux_perf_event_reader::RecordParseInfo,
+) -> bool {
+    use linux_perf_data::linux_perf_event_reader::{ReadFormat, SampleFormat};
+    let format = info.sample_format;
+    if !format.contains(SampleFormat::CALLCHAIN) {
+        return true;
+    }
+    let big = matches!(info.endian, Endianness::BigEndian);
+    let u64_at = |at: usize| -> Option<u64> {
+        let bytes: [u8; 8] = body.get(at..at.checked_add(8)?)?.try_into().ok()?;
+        Some(if big {
+            u64::from_be_bytes(bytes)
+        } else {
+            u64::from_le_bytes(bytes)
+        })
+    };
+    let mut at = 8 * [
+        SampleFormat::IDENTIFIER,
+        SampleFormat::IP,
+        SampleFormat::TID,
+        SampleFormat::TIME,
+        SampleFormat::ADDR,
+        SampleFormat::ID,
+        SampleFormat::STREAM_ID,
+        SampleFormat::CPU,
+        SampleFormat::PERIOD,
+    ]
+    .iter()
+    .filter(|&&f| format.contains(f))
+    .count();
+    if format.contains(SampleFormat::READ) {
+        let read = info.read_format;
+        let times = 8
+            * (usize::from(read.contains(ReadFormat::TOTAL_TIME_ENABLED))
+                + usize::from(read.contains(ReadFormat::TOTAL_TIME_RUNNING)));
+        if read.contains(ReadFormat::GROUP) {
+            at += 8 + times + 8 * usize::from(read.contains(ReadFormat::ID));
+        } else {
+            let Some(nr) = u64_at(at) else { return true };
+            let each = 8 + 8 * u64::from(read.contains(ReadFormat::ID));
+            let Some(values) = nr.checked_mul(each).and_then(|v| usize::try_from(v).ok()) else {
+                // The parser stops at the end of the record.
+                return true;
+            };
+            at = at.saturating_add(8 + times).saturating_add(values);
+        }
+    }
+    match u64_at(at) {
+        Some(nr) => nr <= (body.len().saturating_sub(at + 8) / 8) as u64,
+        // Shorter than that: the parser says so.
+        None => true,
+    }
+}
+
 /// perf's own record types read in place.
 const PERF_RECORD_HEADER_BUILD_ID: u32 = 67;
 const PERF_RECORD_FINISHED_ROUND: u32 = 68;
@@ -616,6 +688,9 @@ fn read_in_place(
                     RawEventRecord::new(RecordType(kind), misc, RawData::Single(body), infos[attr]);
                 if kind == 10 && misc & (1 << 14) != 0 && body.get(32).is_none_or(|&n| n > 20) {
                     return Err(at_offset(&"MMAP2 record: build id longer than 20 bytes"));
+                }
+                if kind == PERF_RECORD_SAMPLE && !callchain_fits(body, &infos[attr]) {
+                    return Err(at_offset(&CALLCHAIN_TOO_LONG));
                 }
                 let parsed = record
                     .parse()

@@ -35,3 +35,19 @@ fn sample_counts_summing_beyond_i64_are_refused() {
     let total: i64 = profile.samples.iter().map(|s| s.values[1]).sum();
     assert_eq!(total, 8_000_000_000_000_000_000);
 }
+
+/// `perf_data` (records read in place, stop 31): a sample whose callchain
+/// count is 2^61 or more made `linux-perf-event-reader` multiply it by 8
+/// unchecked (a panic with overflow checks; a wrapped, wrong length
+/// without). The count is checked against the record first. The file is
+/// the fuzzer's input: a `--call-graph dwarf` recording of `ls` with the
+/// first sample's callchain count overwritten.
+#[test]
+fn callchain_counts_beyond_their_record_are_refused() {
+    let data = include_bytes!("data/perf-callchain-count-overflow.data");
+    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "perf.data: offset 632: SAMPLE record: its callchain is longer than the record: corrupt file"
+    );
+}
