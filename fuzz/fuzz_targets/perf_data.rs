@@ -1,5 +1,6 @@
 //! The perf.data reader (file and pipe mode) must return a profile or a
-//! one-line error, never panic, for any bytes; a profile it returns is
+//! one-line error, never panic, for any bytes (nor may the header's
+//! build-id table reader); a profile it returns is
 //! consistent. Inputs that do not start with the magic get it prepended
 //! (with a pipe header half the time), so that the fuzzer spends its time
 //! in the records. `--call-graph dwarf` samples are unwound by the
@@ -33,6 +34,11 @@ fuzz_target!(|data: &[u8]| {
         input = v;
         &input
     };
+    // The header's build-id table, read before the records (the driver
+    // starts on the files' debug information with it).
+    for (path, id) in perf::build_id_table(bytes) {
+        assert!(id.len() <= 40 && id.bytes().all(|b| b.is_ascii_hexdigit()), "{path} {id}");
+    }
     match perf::read(bytes, Some(unwinder())) {
         Ok(p) => assert!(p.validate().is_ok()),
         Err(e) => assert!(!e.to_string().contains('\n')),

@@ -248,8 +248,19 @@ impl Loader {
             options.gmon_symbol_starts = full.gmon_symbol_starts;
             options.executable_mappings = full.executable_mappings;
         }
-        let profile = cpuprof_profile::read_profile(data, &options)
-            .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let profile = if format == Some(Format::PerfData) && self.symbolize {
+            // The files its samples hit are listed in its header: their
+            // debug information (often compressed) is read on another
+            // thread meanwhile, ready for the symbolizer.
+            let files = cpuprof_profile::perf::build_id_table(data);
+            std::thread::scope(|scope| {
+                scope.spawn(|| self.preload_binaries(&files));
+                cpuprof_profile::read_profile(data, &options)
+            })
+        } else {
+            cpuprof_profile::read_profile(data, &options)
+        }
+        .map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
         if profile.0 == Format::Gperftools {
             if let Some(at) = cpuprof_profile::gperftools::truncated_maps_at(data) {
                 self.warn(&format!(
@@ -258,6 +269,23 @@ impl Loader {
             }
         }
         Ok(profile)
+    }
+
+    /// Opens the local files of `files` (path, build id) that have their
+    /// build id, and reads their DWARF into the symbolizer's cache: what
+    /// symbolizing will do first, done early.
+    fn preload_binaries(&self, files: &[(String, String)]) {
+        for (path, id) in files {
+            if !path.starts_with('/') || path.starts_with("/tmp/perf-") {
+                continue;
+            }
+            let Ok(binary) = self.symbolizer.binary(Path::new(path)) else {
+                continue;
+            };
+            if id.is_empty() || binary.build_id().as_deref() == Some(id.as_str()) {
+                binary.preload();
+            }
+        }
     }
 
     /// Reads (and symbolizes) a profile fetched from `name` (a URL).

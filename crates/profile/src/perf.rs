@@ -275,6 +275,79 @@ pub fn read_with(
     Ok(state.finish())
 }
 
+/// The objects a perf.data file's build-id table names (`perf record`
+/// writes one entry for each file its samples hit): (path, build id in
+/// hex). Read from the header alone, so that a caller may start on those
+/// files (their debug information) while the records are read. Empty in
+/// pipe mode, or when the table is missing or malformed.
+pub fn build_id_table(data: &[u8]) -> Vec<(String, String)> {
+    /// The feature bit of `HEADER_BUILD_ID`.
+    const BUILD_ID: u64 = 2;
+    let big = data.starts_with(b"2ELIFREP");
+    if !sniff(data) || field(data, 8, big).is_none_or(|size| size < 104) {
+        return Vec::new();
+    }
+    let (Some(offset), Some(size), Some(features)) = (
+        field(data, 40, big),
+        field(data, 48, big),
+        field(data, 72, big),
+    ) else {
+        return Vec::new();
+    };
+    if features & (1 << BUILD_ID) == 0 {
+        return Vec::new();
+    }
+    let below = u64::from((features & ((1 << BUILD_ID) - 1)).count_ones());
+    let at = offset
+        .checked_add(size)
+        .and_then(|end| end.checked_add(16 * below))
+        .and_then(|at| usize::try_from(at).ok());
+    let Some(at) = at else { return Vec::new() };
+    let (Some(start), Some(len)) = (field(data, at, big), field(data, at + 8, big)) else {
+        return Vec::new();
+    };
+    let section = usize::try_from(start)
+        .ok()
+        .zip(usize::try_from(start.saturating_add(len)).ok())
+        .and_then(|(start, end)| data.get(start..end))
+        .unwrap_or_default();
+    let mut table = Vec::new();
+    let mut rest = section;
+    // struct build_id_event: header (type, misc, size), pid, build_id[24]
+    // (20 bytes, then in newer files its length), the file name.
+    while rest.len() >= 8 {
+        let misc = if big {
+            u16::from_be_bytes([rest[4], rest[5]])
+        } else {
+            u16::from_le_bytes([rest[4], rest[5]])
+        };
+        let size = usize::from(if big {
+            u16::from_be_bytes([rest[6], rest[7]])
+        } else {
+            u16::from_le_bytes([rest[6], rest[7]])
+        });
+        let Some(body) = rest.get(8..size).filter(|b| b.len() >= 28) else {
+            break;
+        };
+        let id_len = if misc & (1 << 15) != 0 {
+            usize::from(body[24]).min(20)
+        } else {
+            20
+        };
+        let name = &body[28..];
+        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+        if misc & 7 != 1 {
+            // Not the kernel's.
+            table.push((
+                String::from_utf8_lossy(name).into_owned(),
+                hex(&body[4..4 + id_len]),
+            ));
+        }
+        rest = &rest[size..];
+    }
+    table
+}
+
 /// A `u64` header field at `offset`.
 fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
     let bytes: [u8; 8] = data.get(offset..offset + 8)?.try_into().ok()?;

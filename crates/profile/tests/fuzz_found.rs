@@ -51,3 +51,29 @@ fn callchain_counts_beyond_their_record_are_refused() {
         "perf.data: offset 632: SAMPLE record: its callchain is longer than the record: corrupt file"
     );
 }
+
+/// The build-id table read from the header alone (what the driver starts
+/// reading debug information from while the records are read) lists what
+/// `perf buildid-list` lists for the file, the kernel's entry left out:
+/// here ld.so and the vDSO of a recording of `ls`.
+#[test]
+fn build_id_table_lists_what_perf_buildid_list_lists() {
+    let data = include_bytes!("../../../fuzz/seeds/perf_data/callgraph-dwarf.data");
+    let table = cpuprof_profile::perf::build_id_table(data);
+    assert_eq!(
+        table,
+        vec![
+            (
+                "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2".to_string(),
+                "7ebc65e52f2bbea498b4040fa92f7238377aaba9".to_string()
+            ),
+            (
+                "[vdso]".to_string(),
+                "e025128345ce65b719dab776555f2b64ee0204a1".to_string()
+            ),
+        ]
+    );
+    // Pipe mode has no table; neither has what is not perf.data.
+    assert!(cpuprof_profile::perf::build_id_table(b"PERFILE2\x10\0\0\0\0\0\0\0").is_empty());
+    assert!(cpuprof_profile::perf::build_id_table(b"not a profile").is_empty());
+}
