@@ -535,7 +535,8 @@ pub fn check_framing(
             // PERF_RECORD_HEADER_FEATURE: u64 feature id, then the
             // feature's bytes.
             let body = data.get(o + 8..o + usize::from(size)).unwrap_or_default();
-            let id = field(body, 0, big);
+            // The parser keeps the id's low 32 bits (`as u32`): so here.
+            let id = field(body, 0, big).map(|id| u64::from(id as u32));
             if id == Some(EVENT_DESC) {
                 check_event_desc(body.get(8..).unwrap_or_default(), big)
                     .map_err(|e| ParseError::new(FORMAT, offset, e))?;

@@ -77,3 +77,17 @@ fn build_id_table_lists_what_perf_buildid_list_lists() {
     assert!(cpuprof_profile::perf::build_id_table(b"PERFILE2\x10\0\0\0\0\0\0\0").is_empty());
     assert!(cpuprof_profile::perf::build_id_table(b"not a profile").is_empty());
 }
+
+/// `perf_data`, pipe mode: a HEADER_FEATURE record whose 64-bit feature
+/// id is 12 (event descriptions) in its low half only: the parser keeps
+/// `id as u32` and read the descriptions, whose count asked for 251 GB;
+/// the check that bounds that count compared the whole id and never ran.
+#[test]
+fn event_descriptions_under_an_id_with_high_bits_are_checked() {
+    let data = include_bytes!("data/perf-event-desc-id-high-bits.data");
+    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "perf.data: offset 1556: event descriptions: counts larger than the section: corrupt file"
+    );
+}
