@@ -303,7 +303,8 @@ pub fn build_id_table(data: &[u8]) -> Vec<(String, String)> {
         .and_then(|end| end.checked_add(16 * below))
         .and_then(|at| usize::try_from(at).ok());
     let Some(at) = at else { return Vec::new() };
-    let (Some(start), Some(len)) = (field(data, at, big), field(data, at + 8, big)) else {
+    let (Some(start), Some(len)) = (field(data, at, big), field(data, at.saturating_add(8), big))
+    else {
         return Vec::new();
     };
     let section = usize::try_from(start)
@@ -350,7 +351,7 @@ pub fn build_id_table(data: &[u8]) -> Vec<(String, String)> {
 
 /// A `u64` header field at `offset`.
 fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
-    let bytes: [u8; 8] = data.get(offset..offset + 8)?.try_into().ok()?;
+    let bytes: [u8; 8] = data.get(offset..offset.checked_add(8)?)?.try_into().ok()?;
     Some(if big {
         u64::from_be_bytes(bytes)
     } else {
@@ -364,7 +365,7 @@ fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
 fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseError> {
     let len = data.len() as u64;
     let inside = |at: usize, what: &str| -> Result<(), ParseError> {
-        let (offset, size) = match (field(data, at, big), field(data, at + 8, big)) {
+        let (offset, size) = match (field(data, at, big), field(data, at.saturating_add(8), big)) {
             (Some(o), Some(s)) => (o, s),
             _ => {
                 return Err(ParseError::new(
@@ -404,7 +405,9 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
         let below = (field(data, 72, big).unwrap_or(0) & ((1 << EVENT_DESC) - 1)).count_ones();
         let at = data_end.saturating_add(16 * u64::from(below));
         let at = usize::try_from(at).unwrap_or(usize::MAX);
-        if let (Some(offset), Some(size)) = (field(data, at, big), field(data, at + 8, big)) {
+        if let (Some(offset), Some(size)) =
+            (field(data, at, big), field(data, at.saturating_add(8), big))
+        {
             let section = usize::try_from(offset)
                 .ok()
                 .zip(usize::try_from(offset.saturating_add(size)).ok())

@@ -91,3 +91,18 @@ fn event_descriptions_under_an_id_with_high_bits_are_checked() {
         "perf.data: offset 1556: event descriptions: counts larger than the section: corrupt file"
     );
 }
+
+/// `perf_data`: a file-mode header whose data section's offset and size
+/// put the feature table near the end of the address space: reading the
+/// build-id table's entry there added past `usize::MAX` (a panic with
+/// overflow checks). Such a header gives an empty table (and the reader
+/// refuses the file).
+#[test]
+fn a_feature_table_beyond_the_address_space_gives_no_build_ids() {
+    let mut data = include_bytes!("../../../fuzz/seeds/perf_data/callgraph-g.data").to_vec();
+    // Data section: offset 2^64 - 24, size 0: the feature table there.
+    data[40..48].copy_from_slice(&(u64::MAX - 23).to_le_bytes());
+    data[48..56].copy_from_slice(&0u64.to_le_bytes());
+    assert!(cpuprof_profile::perf::build_id_table(&data).is_empty());
+    assert!(read_profile(&data, &ReadOptions::default()).is_err());
+}
