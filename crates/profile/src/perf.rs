@@ -161,12 +161,12 @@ pub fn read_with(
         }
         // The size of one attribute entry, which the parser divides the
         // attribute section's size by.
-        if field(data, 16, big).is_none_or(|size| size < 8) {
+        if field(data, 16, big).is_none_or(|size| !(8..=MAX_ATTR_ENTRY).contains(&size)) {
             return Err(ParseError::new(
                 FORMAT,
                 16,
                 format!(
-                    "attribute entry size {}: expected at least 8 (perf writes the size of perf_event_attr plus 16)",
+                    "attribute entry size {}: expected 8 to 65536 (perf writes the size of perf_event_attr plus 16)",
                     field(data, 16, big).unwrap_or(0)
                 ),
             ));
@@ -388,6 +388,27 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
     };
     inside(24, "attributes")?;
     inside(56, "event types")?;
+    // Without event descriptions, the parser reads the event types
+    // section: entries of an attribute (the entry size) and the
+    // {offset, size} of its ids, which it reserves room for before
+    // reading: each must lie inside the file.
+    let has_event_desc = field(data, 72, big).unwrap_or(0) & (1 << EVENT_DESC) != 0;
+    if let (false, Some(attr_size), Some(types_at), Some(types_size)) = (
+        has_event_desc,
+        field(data, 16, big),
+        field(data, 56, big),
+        field(data, 64, big),
+    ) {
+        let entry = attr_size + 16;
+        for i in 0..types_size / entry {
+            let ids = types_at + i * entry + attr_size;
+            let ids = usize::try_from(ids).unwrap_or(usize::MAX);
+            if field(data, ids, big).is_some() && field(data, ids.saturating_add(8), big).is_some()
+            {
+                inside(ids, "event ids")?;
+            }
+        }
+    }
     // The feature bitmap: one {offset, size} entry after the data for
     // each bit set.
     let mut features = 0u64;
@@ -418,6 +439,10 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
     }
     Ok(())
 }
+
+/// The largest attribute entry size taken (`perf_event_attr` is 136 bytes
+/// today, plus 16): the parser adds to it unchecked.
+const MAX_ATTR_ENTRY: u64 = 1 << 16;
 
 /// The feature bit of `HEADER_EVENT_DESC`.
 const EVENT_DESC: u64 = 12;

@@ -106,3 +106,18 @@ fn a_feature_table_beyond_the_address_space_gives_no_build_ids() {
     assert!(cpuprof_profile::perf::build_id_table(&data).is_empty());
     assert!(read_profile(&data, &ReadOptions::default()).is_err());
 }
+
+/// `perf_data`: a file-mode header without event descriptions whose event
+/// types section gives an event an ids section of 1.4e14 bytes: the parser
+/// reserved room for its ids before reading them (an allocation of
+/// 1.7e18 bytes). Each event's ids section is now checked against the
+/// file, as the other sections are.
+#[test]
+fn event_ids_sections_beyond_the_file_are_refused() {
+    let data = include_bytes!("data/perf-event-ids-beyond-file.data");
+    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "perf.data: offset 288: the event ids section (139970038509848 bytes at offset 0) ends past the end of the file (14967 bytes)"
+    );
+}
