@@ -399,14 +399,50 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
         field(data, 56, big),
         field(data, 64, big),
     ) {
-        let entry = attr_size + 16;
-        for i in 0..types_size / entry {
-            let ids = types_at + i * entry + attr_size;
-            let ids = usize::try_from(ids).unwrap_or(usize::MAX);
-            if field(data, ids, big).is_some() && field(data, ids.saturating_add(8), big).is_some()
-            {
-                inside(ids, "event ids")?;
+        // The parser reads the entries one after the other: an attribute
+        // (as many bytes as the version its own size names: the largest
+        // of 64, 72, 80, 96, 104, 112, 120, 128 not above it, or all of
+        // it beyond 128), a skip to the entry size, then the ids'
+        // {offset, size}.
+        const VERSIONS: [u64; 8] = [64, 72, 80, 96, 104, 112, 120, 128];
+        let mut at = types_at;
+        for _ in 0..types_size / (attr_size + 16) {
+            let Some(own) = usize::try_from(at + 4)
+                .ok()
+                .and_then(|i| data.get(i..i + 4))
+                .map(|b| {
+                    let b = [b[0], b[1], b[2], b[3]];
+                    u64::from(if big {
+                        u32::from_be_bytes(b)
+                    } else {
+                        u32::from_le_bytes(b)
+                    })
+                })
+            else {
+                break;
+            };
+            if own < 64 || own > attr_size {
+                // The parser refuses it.
+                break;
             }
+            let read = if own > 128 {
+                own
+            } else {
+                VERSIONS
+                    .iter()
+                    .copied()
+                    .filter(|&v| v <= own)
+                    .max()
+                    .unwrap_or(64)
+            };
+            at += read + (attr_size - own);
+            let ids = usize::try_from(at).unwrap_or(usize::MAX);
+            if field(data, ids, big).is_none() || field(data, ids.saturating_add(8), big).is_none()
+            {
+                break;
+            }
+            inside(ids, "event ids")?;
+            at += 16;
         }
     }
     // The feature bitmap: one {offset, size} entry after the data for

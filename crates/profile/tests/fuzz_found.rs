@@ -108,16 +108,26 @@ fn a_feature_table_beyond_the_address_space_gives_no_build_ids() {
 }
 
 /// `perf_data`: a file-mode header without event descriptions whose event
-/// types section gives an event an ids section of 1.4e14 bytes: the parser
-/// reserved room for its ids before reading them (an allocation of
-/// 1.7e18 bytes). Each event's ids section is now checked against the
-/// file, as the other sections are.
+/// types section gives an event an ids section far beyond the file: the
+/// parser reserved room for its ids before reading them (an allocation
+/// of 1.7e18 bytes; a "capacity overflow" panic in the second file, in
+/// release builds too). Each event's ids section is now checked against
+/// the file, where the parser reads it: both attributes here say they are
+/// 119 bytes, the parser reads 112 of them (the version below) and then
+/// skips to the entry size, so the ids' {offset, size} is read at 281,
+/// not at 288 where the entry size puts it.
 #[test]
 fn event_ids_sections_beyond_the_file_are_refused() {
     let data = include_bytes!("data/perf-event-ids-beyond-file.data");
     let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
         e.to_string(),
-        "perf.data: offset 288: the event ids section (139970038509848 bytes at offset 0) ends past the end of the file (14967 bytes)"
+        "perf.data: offset 281: the event ids section (1729382256910270464 bytes at offset 0) ends past the end of the file (14967 bytes)"
+    );
+    let data = include_bytes!("data/perf-event-ids-after-short-attr.data");
+    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "perf.data: offset 281: the event ids section (10376293541461622784 bytes at offset 72057594037927936) ends past the end of the file (635 bytes)"
     );
 }
