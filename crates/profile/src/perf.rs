@@ -616,6 +616,23 @@ pub fn check_framing(
             ));
         }
         offset += u64::from(size);
+        if kind == 71 {
+            // PERF_RECORD_AUXTRACE: its data (as many bytes as the u64
+            // after the header says) follows the record, uncounted by its
+            // size; the parser reserves room for it before reading.
+            let aux = field(data, o + 8, big).unwrap_or(0);
+            if aux > end - offset {
+                return Err(ParseError::new(
+                    FORMAT,
+                    offset - u64::from(size),
+                    format!(
+                        "AUXTRACE record: its {aux} bytes of trace data run past the end of the data ({} bytes left): truncated file",
+                        end - offset
+                    ),
+                ));
+            }
+            offset += aux;
+        }
     }
     Ok(framing)
 }

@@ -131,3 +131,17 @@ fn event_ids_sections_beyond_the_file_are_refused() {
         "perf.data: offset 281: the event ids section (10376293541461622784 bytes at offset 72057594037927936) ends past the end of the file (635 bytes)"
     );
 }
+
+/// `perf_data`: a PERF_RECORD_AUXTRACE whose trace data (which follows the
+/// record, uncounted by its size) is said to be 7.9e13 bytes: the parser
+/// reserved room for it before reading (out of memory). The framing walk
+/// now checks the trace data against the data section, and steps over it.
+#[test]
+fn auxtrace_data_beyond_the_data_section_is_refused() {
+    let data = include_bytes!("data/perf-auxtrace-beyond-data.data");
+    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "perf.data: offset 2304: AUXTRACE record: its 78640851208070 bytes of trace data run past the end of the data (1136 bytes left): truncated file"
+    );
+}
