@@ -242,27 +242,13 @@ pub fn read_with(
         let Some(record) = record else { break };
         match record {
             PerfFileRecord::EventRecord { attr_index, record } => {
-                // MMAP2 with a build id: the parser asserts its length
-                // (at most 20 bytes, in the byte after the offsets).
-                if record.record_type.0 == 10 && record.misc & (1 << 14) != 0 {
-                    let body = record.data.as_slice();
-                    if body.get(32).is_none_or(|&n| n > 20) {
-                        return Err(at(&"MMAP2 record: build id longer than 20 bytes"));
-                    }
-                }
-                if record.record_type.0 == PERF_RECORD_SAMPLE
-                    && !callchain_fits(&record.data.as_slice(), &record.parse_info)
-                {
-                    return Err(at(&CALLCHAIN_TOO_LONG));
-                }
-                let parsed = record
-                    .parse()
-                    .map_err(|e| at(&format!("{:?} record: {e}", record.record_type)))?;
+                let body = record.data.as_slice();
+                let parsed = parse_event(&record, &body).map_err(|e| at(&e))?;
                 state.event(attr_index, parsed, record.misc)?;
             }
             PerfFileRecord::UserRecord(user) => {
                 if user.record_type == UserRecordType::PERF_HEADER_BUILD_ID {
-                    state.build_id_record(&user.data.as_slice(), user.endian, user.misc);
+                    state.build_id_record(&user.data.as_slice(), user.misc);
                 } else if user.record_type == UserRecordType::PERF_HEADER_ATTR
                     || user.record_type == UserRecordType::PERF_HEADER_FEATURE
                 {
@@ -287,66 +273,96 @@ pub fn build_id_table(data: &[u8]) -> Vec<(String, String)> {
     if !sniff(data) || field(data, 8, big).is_none_or(|size| size < 104) {
         return Vec::new();
     }
-    let (Some(offset), Some(size), Some(features)) = (
-        field(data, 40, big),
-        field(data, 48, big),
-        field(data, 72, big),
-    ) else {
+    let entry = field(data, 40, big)
+        .zip(field(data, 48, big))
+        .and_then(|(offset, size)| offset.checked_add(size))
+        .and_then(|data_end| feature_entry(data, data_end, BUILD_ID, big));
+    let Some((start, len)) = entry else {
         return Vec::new();
     };
-    if features & (1 << BUILD_ID) == 0 {
-        return Vec::new();
-    }
-    let below = u64::from((features & ((1 << BUILD_ID) - 1)).count_ones());
-    let at = offset
-        .checked_add(size)
-        .and_then(|end| end.checked_add(16 * below))
-        .and_then(|at| usize::try_from(at).ok());
-    let Some(at) = at else { return Vec::new() };
-    let (Some(start), Some(len)) = (field(data, at, big), field(data, at.saturating_add(8), big))
-    else {
-        return Vec::new();
-    };
-    let section = usize::try_from(start)
-        .ok()
-        .zip(usize::try_from(start.saturating_add(len)).ok())
-        .and_then(|(start, end)| data.get(start..end))
-        .unwrap_or_default();
     let mut table = Vec::new();
-    let mut rest = section;
-    // struct build_id_event: header (type, misc, size), pid, build_id[24]
-    // (20 bytes, then in newer files its length), the file name.
-    while rest.len() >= 8 {
-        let misc = if big {
-            u16::from_be_bytes([rest[4], rest[5]])
-        } else {
-            u16::from_le_bytes([rest[4], rest[5]])
-        };
-        let size = usize::from(if big {
-            u16::from_be_bytes([rest[6], rest[7]])
-        } else {
-            u16::from_le_bytes([rest[6], rest[7]])
-        });
-        let Some(body) = rest.get(8..size).filter(|b| b.len() >= 28) else {
+    let mut rest = section(data, start, len);
+    while let Some((_, misc, size)) = record_header(rest, 0, big) {
+        let size = usize::from(size);
+        let Some((name, id, kernel)) = rest.get(8..size).and_then(|b| build_id_event(b, misc))
+        else {
             break;
         };
-        let id_len = if misc & (1 << 15) != 0 {
-            usize::from(body[24]).min(20)
-        } else {
-            20
-        };
-        let name = &body[28..];
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        if misc & 7 != 1 {
-            // Not the kernel's.
-            table.push((
-                String::from_utf8_lossy(name).into_owned(),
-                hex(&body[4..4 + id_len]),
-            ));
+        if !kernel {
+            table.push((String::from_utf8_lossy(name).into_owned(), id));
         }
         rest = &rest[size..];
     }
     table
+}
+
+/// A `u16` at `offset`.
+fn half(data: &[u8], offset: usize, big: bool) -> Option<u16> {
+    let bytes: [u8; 2] = data.get(offset..offset.checked_add(2)?)?.try_into().ok()?;
+    Some(if big {
+        u16::from_be_bytes(bytes)
+    } else {
+        u16::from_le_bytes(bytes)
+    })
+}
+
+/// A `u32` at `offset`.
+fn word(data: &[u8], offset: usize, big: bool) -> Option<u32> {
+    let bytes: [u8; 4] = data.get(offset..offset.checked_add(4)?)?.try_into().ok()?;
+    Some(if big {
+        u32::from_be_bytes(bytes)
+    } else {
+        u32::from_le_bytes(bytes)
+    })
+}
+
+/// The record header (`struct perf_event_header`) at `offset`: type,
+/// misc, size.
+fn record_header(data: &[u8], offset: usize, big: bool) -> Option<(u32, u16, u16)> {
+    Some((
+        word(data, offset, big)?,
+        half(data, offset + 4, big)?,
+        half(data, offset + 6, big)?,
+    ))
+}
+
+/// The {offset, size} entry of feature `bit` in the feature table that
+/// follows the data section (ending at `data_end`): one entry per bit set,
+/// in order. None when the bit is not set or the entry is not there.
+fn feature_entry(data: &[u8], data_end: u64, bit: u64, big: bool) -> Option<(u64, u64)> {
+    let features = field(data, 72, big)?;
+    if features & (1 << bit) == 0 {
+        return None;
+    }
+    let below = u64::from((features & ((1 << bit) - 1)).count_ones());
+    let at = usize::try_from(data_end.checked_add(16 * below)?).ok()?;
+    Some((field(data, at, big)?, field(data, at.checked_add(8)?, big)?))
+}
+
+/// The `size` bytes at `offset` (empty when they are not all there).
+fn section(data: &[u8], offset: u64, size: u64) -> &[u8] {
+    usize::try_from(offset)
+        .ok()
+        .zip(usize::try_from(offset.saturating_add(size)).ok())
+        .and_then(|(start, end)| data.get(start..end))
+        .unwrap_or_default()
+}
+
+/// A `struct build_id_event`'s body (after the header): the file name,
+/// its build id in hex, and whether it is the kernel's. pid, build_id[20]
+/// then (in newer files, `misc` bit 15) its length, reserved[3]; the name.
+fn build_id_event(body: &[u8], misc: u16) -> Option<(&[u8], String, bool)> {
+    if body.len() < 28 {
+        return None;
+    }
+    let len = if misc & (1 << 15) != 0 {
+        usize::from(body[24]).min(20)
+    } else {
+        20
+    };
+    let name = &body[28..];
+    let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
+    Some((name, hex(&body[4..4 + len]), misc & 7 == 1))
 }
 
 /// A `u64` header field at `offset`.
@@ -409,15 +425,8 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
         for _ in 0..types_size / (attr_size + 16) {
             let Some(own) = usize::try_from(at + 4)
                 .ok()
-                .and_then(|i| data.get(i..i + 4))
-                .map(|b| {
-                    let b = [b[0], b[1], b[2], b[3]];
-                    u64::from(if big {
-                        u32::from_be_bytes(b)
-                    } else {
-                        u32::from_le_bytes(b)
-                    })
-                })
+                .and_then(|i| word(data, i, big))
+                .map(u64::from)
             else {
                 break;
             };
@@ -458,20 +467,9 @@ fn check_sections(data: &[u8], data_end: u64, big: bool) -> Result<(), ParseErro
     }
     // The event descriptions (feature bit 12): its entry is the one after
     // those of the lower bits set.
-    if field(data, 72, big).unwrap_or(0) & (1 << EVENT_DESC) != 0 {
-        let below = (field(data, 72, big).unwrap_or(0) & ((1 << EVENT_DESC) - 1)).count_ones();
-        let at = data_end.saturating_add(16 * u64::from(below));
-        let at = usize::try_from(at).unwrap_or(usize::MAX);
-        if let (Some(offset), Some(size)) =
-            (field(data, at, big), field(data, at.saturating_add(8), big))
-        {
-            let section = usize::try_from(offset)
-                .ok()
-                .zip(usize::try_from(offset.saturating_add(size)).ok())
-                .and_then(|(start, end)| data.get(start..end))
-                .unwrap_or_default();
-            check_event_desc(section, big).map_err(|e| ParseError::new(FORMAT, offset, e))?;
-        }
+    if let Some((offset, size)) = feature_entry(data, data_end, EVENT_DESC, big) {
+        check_event_desc(section(data, offset, size), big)
+            .map_err(|e| ParseError::new(FORMAT, offset, e))?;
     }
     Ok(())
 }
@@ -553,17 +551,7 @@ pub fn check_framing(
                 ),
             ));
         };
-        let (kind, size) = if big {
-            (
-                u32::from_be_bytes(header[0..4].try_into().unwrap_or_default()),
-                u16::from_be_bytes([header[6], header[7]]),
-            )
-        } else {
-            (
-                u32::from_le_bytes(header[0..4].try_into().unwrap_or_default()),
-                u16::from_le_bytes([header[6], header[7]]),
-            )
-        };
+        let (kind, _, size) = record_header(header, 0, big).unwrap_or_default();
         if size < 8 {
             return Err(ParseError::new(
                 FORMAT,
@@ -647,9 +635,34 @@ pub struct Framing {
 
 /// A sample record (`PERF_RECORD_SAMPLE`).
 const PERF_RECORD_SAMPLE: u32 = 9;
+/// `PERF_RECORD_MMAP2`.
+const PERF_RECORD_MMAP2: u32 = 10;
 
-const CALLCHAIN_TOO_LONG: &str =
-    "SAMPLE record: its callchain is longer than the record: corrupt file";
+/// Parses a kernel record (`body` its bytes), after the checks of what
+/// the parser would take on trust: an MMAP2 build id's length (which it
+/// asserts: at most 20 bytes, in the byte after the offsets) and a
+/// sample's callchain count ([`callchain_fits`]). The error is the
+/// message, without the offset.
+fn parse_event<'a>(
+    record: &linux_perf_data::linux_perf_event_reader::RawEventRecord<'a>,
+    body: &[u8],
+) -> Result<EventRecord<'a>, String> {
+    let kind = record.record_type.0;
+    if kind == PERF_RECORD_MMAP2
+        && record.misc & (1 << 14) != 0
+        && body.get(32).is_none_or(|&n| n > 20)
+    {
+        return Err("MMAP2 record: build id longer than 20 bytes".to_string());
+    }
+    if kind == PERF_RECORD_SAMPLE && !callchain_fits(body, &record.parse_info) {
+        return Err(
+            "SAMPLE record: its callchain is longer than the record: corrupt file".to_string(),
+        );
+    }
+    record
+        .parse()
+        .map_err(|e| format!("{:?} record: {e}", record.record_type))
+}
 
 /// Whether a sample record's callchain count (when its format has one)
 /// fits in the record. The parser multiplies it by 8 unchecked: a count
@@ -666,14 +679,7 @@ fn callchain_fits(
         return true;
     }
     let big = matches!(info.endian, Endianness::BigEndian);
-    let u64_at = |at: usize| -> Option<u64> {
-        let bytes: [u8; 8] = body.get(at..at.checked_add(8)?)?.try_into().ok()?;
-        Some(if big {
-            u64::from_be_bytes(bytes)
-        } else {
-            u64::from_le_bytes(bytes)
-        })
-    };
+    let u64_at = |at: usize| field(body, at, big);
     let mut at = 8 * [
         SampleFormat::IDENTIFIER,
         SampleFormat::IP,
@@ -724,6 +730,10 @@ struct Waiting {
     key: (Option<u64>, u64),
     /// The event (attribute index); None for perf's own records.
     attr: Option<usize>,
+    /// The record's header, read once: type, misc, size.
+    kind: u32,
+    misc: u16,
+    size: u16,
 }
 
 /// Reads the records of a file-mode data section (`data[start..end]`,
@@ -778,21 +788,6 @@ fn read_in_place(
         ));
     }
     let big = matches!(endian, Endianness::BigEndian);
-    let u16_at = |b: &[u8]| {
-        if big {
-            u16::from_be_bytes([b[0], b[1]])
-        } else {
-            u16::from_le_bytes([b[0], b[1]])
-        }
-    };
-    let u32_at = |b: &[u8]| {
-        let b: [u8; 4] = [b[0], b[1], b[2], b[3]];
-        if big {
-            u32::from_be_bytes(b)
-        } else {
-            u32::from_le_bytes(b)
-        }
-    };
     let attr_of = |kind: RecordType, body: RawData| -> usize {
         if infos.len() == 1 {
             return 0;
@@ -828,33 +823,19 @@ fn read_in_place(
     let mut ready = 0usize;
     let mut released = 0usize;
     let process = |w: Waiting, state: &mut State<'_>| -> Result<(), ParseError> {
-        let at = w.key.1 as usize;
-        let header = &data[at..at + 8];
-        let (kind, misc, size) = (
-            u32_at(&header[0..4]),
-            u16_at(&header[4..6]),
-            usize::from(u16_at(&header[6..8])),
-        );
-        let body = &data[at + 8..at + size];
+        let (kind, misc, at) = (w.kind, w.misc, w.key.1 as usize);
+        let body = &data[at + 8..at + usize::from(w.size)];
         let at_offset = |e: &dyn fmt::Display| ParseError::new(FORMAT, at as u64, format!("{e}"));
         match w.attr {
             Some(attr) => {
                 let record =
                     RawEventRecord::new(RecordType(kind), misc, RawData::Single(body), infos[attr]);
-                if kind == 10 && misc & (1 << 14) != 0 && body.get(32).is_none_or(|&n| n > 20) {
-                    return Err(at_offset(&"MMAP2 record: build id longer than 20 bytes"));
-                }
-                if kind == PERF_RECORD_SAMPLE && !callchain_fits(body, &infos[attr]) {
-                    return Err(at_offset(&CALLCHAIN_TOO_LONG));
-                }
-                let parsed = record
-                    .parse()
-                    .map_err(|e| at_offset(&format!("{:?} record: {e}", RecordType(kind))))?;
+                let parsed = parse_event(&record, body).map_err(|e| at_offset(&e))?;
                 state.event(attr, parsed, misc)
             }
             None => {
                 if kind == PERF_RECORD_HEADER_BUILD_ID {
-                    state.build_id_record(body, endian, misc);
+                    state.build_id_record(body, misc);
                 }
                 Ok(())
             }
@@ -863,10 +844,10 @@ fn read_in_place(
     let mut offset = start;
     while offset < end {
         let at = offset as usize;
-        let header = &data[at..at + 8];
-        let (kind, size) = (u32_at(&header[0..4]), u64::from(u16_at(&header[6..8])));
-        let body = RawData::Single(&data[at + 8..at + size as usize]);
-        offset += size;
+        // Framing checked: every header and body is there.
+        let (kind, misc, size) = record_header(data, at, big).unwrap_or_default();
+        let body = RawData::Single(&data[at + 8..at + usize::from(size)]);
+        offset += u64::from(size);
         let record_type = RecordType(kind);
         if kind == PERF_RECORD_FINISHED_ROUND {
             // Release what no later round can come before.
@@ -909,7 +890,13 @@ fn read_in_place(
         } else if key > current_max {
             current_max = key;
         }
-        incoming.push(Waiting { key, attr });
+        incoming.push(Waiting {
+            key,
+            attr,
+            kind,
+            misc,
+            size,
+        });
     }
     incoming.sort_unstable_by_key(|w| w.key);
     for w in incoming {
@@ -1108,22 +1095,11 @@ impl<'u> State<'u> {
         }
     }
 
-    fn build_id_record(&mut self, body: &[u8], endian: Endianness, misc: u16) {
-        // struct build_id_event: pid, build_id[20] + size + reserved[3]
-        // (or build_id[24] in old files), filename.
-        if body.len() < 28 {
+    fn build_id_record(&mut self, body: &[u8], misc: u16) {
+        let Some((name, id, kernel)) = build_id_event(body, misc) else {
             return;
-        }
-        let _ = endian;
-        let len = if misc & (1 << 15) != 0 {
-            usize::from(body[24]).min(20)
-        } else {
-            20
         };
-        let id = hex(&body[4..4 + len]);
-        let name = &body[28..];
-        let name = &name[..name.iter().position(|&b| b == 0).unwrap_or(name.len())];
-        let mode = if misc & 7 == 1 {
+        let mode = if kernel {
             CpuMode::Kernel
         } else {
             CpuMode::User
