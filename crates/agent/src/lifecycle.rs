@@ -145,22 +145,22 @@ impl CrashNames {
     /// not to be used) when `path` holds a NUL or the room is short.
     /// Allocates nothing.
     fn set(&mut self, path: &str) -> bool {
-        use std::io::Write;
         if path.as_bytes().contains(&0) {
             return false;
         }
-        let path_len = path.len() + 1;
-        // `writer::temporary_name`: `<path>.<pid>.tmp`.
-        let temporary_len = path.len() + 1 + 10 + 5;
-        if self.path.capacity() < path_len || self.temporary.capacity() < temporary_len {
+        // `writer::temporary_name`: `<path>.<pid>.tmp`, a pid of at most
+        // 10 digits; then the NUL.
+        let temporary_len = path.len() + 1 + 10 + 4 + 1;
+        if self.path.capacity() <= path.len() || self.temporary.capacity() < temporary_len {
             return false;
         }
         self.path.clear();
         self.path.extend_from_slice(path.as_bytes());
         self.path.push(0);
         self.temporary.clear();
-        write!(self.temporary, "{path}.{}.tmp\0", std::process::id()).is_ok()
-            && self.temporary.ends_with(&[0])
+        let written = writer::write_temporary_name(&mut self.temporary, path).is_ok();
+        self.temporary.push(0);
+        written
     }
 }
 
@@ -923,9 +923,8 @@ fn serve_requests(requests: &AtomicU32, done: &AtomicU32, work: fn()) {
 /// delay (`timers::FORKED_CHILD_DELAY_NS`: a launcher's child, a short
 /// helper) leaves no empty `path_<pid>` behind.
 fn is_unsampled_child(sampler: &Sampler, session: &Session) -> bool {
-    session.forked
-        && sampler.stats.interrupts.load(Ordering::Relaxed) == 0
-        && session.stacks.is_empty()
+    // The counters start at 0 in the child; no signal handled, no sample.
+    session.forked && sampler.stats.interrupts.load(Ordering::Relaxed) == 0
 }
 
 /// Writes the session's profile (to a temporary name, then renamed);
@@ -1882,11 +1881,11 @@ fn continue_in_child((mut control, mut threads, mut exits): HeldLocks, just_fork
         std::mem::forget(session);
         return;
     }
-    let named = match session.crash_names.as_mut() {
-        Some(names) => names.set(&session.path),
-        None => false,
-    };
-    if !named {
+    if !session
+        .crash_names
+        .as_mut()
+        .is_some_and(|names| names.set(&session.path))
+    {
         std::mem::forget(session.crash_names.take());
         if !just_forked {
             session.crash_names = CrashNames::new(&session.path);

@@ -119,7 +119,19 @@ fn range_of(line: &str) -> Option<(u64, u64)> {
 /// `path`: in the same directory (rename is atomic only within one file
 /// system), and per process (a forked child never writes its parent's).
 pub(crate) fn temporary_name(path: &str) -> String {
-    format!("{path}.{}.tmp", std::process::id())
+    let mut name = Vec::with_capacity(path.len() + 16);
+    let _ = write_temporary_name(&mut name, path);
+    String::from_utf8(name).unwrap_or_default()
+}
+
+/// Writes [`temporary_name`]'s `<path>.<pid>.tmp` into `out`; with room
+/// enough in a `Vec`, allocates nothing (the crash names of a forked
+/// child are rewritten so).
+pub(crate) fn write_temporary_name(
+    out: &mut impl std::io::Write,
+    path: &str,
+) -> std::io::Result<()> {
+    write!(out, "{path}.{}.tmp", std::process::id())
 }
 
 /// Writes `bytes` to `path` so that `path` never exists with less than a
