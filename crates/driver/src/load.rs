@@ -254,7 +254,7 @@ impl Loader {
             // thread meanwhile, ready for the symbolizer.
             let files = cpuprof_profile::perf::build_id_table(data);
             std::thread::scope(|scope| {
-                scope.spawn(|| self.preload_binaries(&files));
+                scope.spawn(|| self.symbolizer.preload(&files));
                 cpuprof_profile::read_profile(data, &options)
             })
         } else {
@@ -269,23 +269,6 @@ impl Loader {
             }
         }
         Ok(profile)
-    }
-
-    /// Opens the local files of `files` (path, build id) that have their
-    /// build id, and reads their DWARF into the symbolizer's cache: what
-    /// symbolizing will do first, done early.
-    fn preload_binaries(&self, files: &[(String, String)]) {
-        for (path, id) in files {
-            if !path.starts_with('/') || path.starts_with("/tmp/perf-") {
-                continue;
-            }
-            let Ok(binary) = self.symbolizer.binary(Path::new(path)) else {
-                continue;
-            };
-            if id.is_empty() || binary.build_id().as_deref() == Some(id.as_str()) {
-                binary.preload();
-            }
-        }
     }
 
     /// Reads (and symbolizes) a profile fetched from `name` (a URL).

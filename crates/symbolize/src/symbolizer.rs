@@ -106,6 +106,23 @@ impl Symbolizer {
         opened
     }
 
+    /// Opens the local files of `files` (path, build id: a perf.data
+    /// file's build-id table) that are this build, and reads their DWARF
+    /// into the cache: what symbolizing does first, done ahead (on
+    /// another thread while the profile is read).
+    pub fn preload(&self, files: &[(String, String)]) {
+        for (path, id) in files {
+            if !is_file_path(path) || crate::special::is_special(path) {
+                continue;
+            }
+            if let Ok(binary) = self.binary(Path::new(path)) {
+                if other_build(&binary, id).is_none() {
+                    binary.preload();
+                }
+            }
+        }
+    }
+
     /// Fills the functions and inline chains of every location of
     /// `profile` that has none yet, and the mappings' build ids and
     /// `has_*` flags. Locations of a mapping that has function names but
@@ -644,15 +661,18 @@ fn hash_function(f: &Function) -> u64 {
     BuildHasherDefault::<rustc_hash::FxHasher>::default().hash_one(f)
 }
 
+/// Why `binary` is not the build `build_id` names (none when either has
+/// no build id).
+fn other_build(binary: &Binary, build_id: &str) -> Option<String> {
+    let id = binary.build_id()?;
+    (!build_id.is_empty() && !build_id.eq_ignore_ascii_case(&id))
+        .then(|| format!("build id {id}, the mapping's is {build_id}"))
+}
+
 /// Why `binary` cannot serve `mapping`, if it cannot.
 fn mismatch(binary: &Binary, mapping: &Mapping) -> Option<String> {
-    if let Some(id) = binary.build_id() {
-        if !mapping.build_id.is_empty() && !mapping.build_id.eq_ignore_ascii_case(&id) {
-            return Some(format!(
-                "build id {id}, the mapping's is {}",
-                mapping.build_id
-            ));
-        }
+    if let Some(why) = other_build(binary, &mapping.build_id) {
+        return Some(why);
     }
     if mapping.build_id.is_empty() && is_file_path(&mapping.path) {
         if let Some(why) = binary.segment_misfit(mapping) {
