@@ -3,6 +3,14 @@
 
 use cpuprof_profile::{read_profile, Format, ReadOptions};
 
+/// The one-line error `data` is refused with.
+fn refusal(data: &[u8]) -> String {
+    read_profile(data, &ReadOptions::default())
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_else(|| panic!("{} bytes read as a profile", data.len()))
+}
+
 /// A 64-bit gperftools CPU profile: header (0, 3, 0, period 10000 µs, 0),
 /// one record per `(count, pc)`, the trailer (0, 1, 0), no mappings.
 fn gperftools_profile(records: &[(u64, u64)]) -> Vec<u8> {
@@ -22,9 +30,8 @@ fn gperftools_profile(records: &[(u64, u64)]) -> Vec<u8> {
 fn sample_counts_summing_beyond_i64_are_refused() {
     let big = 0x6000_0000_0000_0000;
     let data = gperftools_profile(&[(big, 0x401000), (big, 0x401010)]);
-    let e = read_profile(&data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(&data),
         "gperftools CPU profile: offset 0: the samples values add up to 13835058055282163712, beyond 2^63: not a real profile"
     );
     // Less is a (strange) profile: 8e11 samples, 8e18 ns of CPU time.
@@ -45,9 +52,8 @@ fn sample_counts_summing_beyond_i64_are_refused() {
 #[test]
 fn callchain_counts_beyond_their_record_are_refused() {
     let data = include_bytes!("data/perf-callchain-count-overflow.data");
-    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(data),
         "perf.data: offset 632: SAMPLE record: its callchain is longer than the record: corrupt file"
     );
 }
@@ -85,9 +91,8 @@ fn build_id_table_lists_what_perf_buildid_list_lists() {
 #[test]
 fn event_descriptions_under_an_id_with_high_bits_are_checked() {
     let data = include_bytes!("data/perf-event-desc-id-high-bits.data");
-    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(data),
         "perf.data: offset 1556: event descriptions: counts larger than the section: corrupt file"
     );
 }
@@ -119,15 +124,13 @@ fn a_feature_table_beyond_the_address_space_gives_no_build_ids() {
 #[test]
 fn event_ids_sections_beyond_the_file_are_refused() {
     let data = include_bytes!("data/perf-event-ids-beyond-file.data");
-    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(data),
         "perf.data: offset 281: the event ids section (1729382256910270464 bytes at offset 0) ends past the end of the file (14967 bytes)"
     );
     let data = include_bytes!("data/perf-event-ids-after-short-attr.data");
-    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(data),
         "perf.data: offset 281: the event ids section (10376293541461622784 bytes at offset 72057594037927936) ends past the end of the file (635 bytes)"
     );
 }
@@ -139,9 +142,8 @@ fn event_ids_sections_beyond_the_file_are_refused() {
 #[test]
 fn auxtrace_data_beyond_the_data_section_is_refused() {
     let data = include_bytes!("data/perf-auxtrace-beyond-data.data");
-    let e = read_profile(data, &ReadOptions::default()).unwrap_err();
     assert_eq!(
-        e.to_string(),
+        refusal(data),
         "perf.data: offset 2304: AUXTRACE record: its 78640851208070 bytes of trace data run past the end of the data (1136 bytes left): truncated file"
     );
 }
