@@ -311,3 +311,34 @@ fn too_few_samples_are_said_in_one_line() {
     let (_, err, _) = report(&["--text", "--confidence"], &[&r.binary, &r.base]);
     assert!(!err.contains("cpuprof: note:"), "{err}");
 }
+
+/// A function whose value did not change while the rest grew: its row
+/// nets to zero in the diff, but its share fell from 25% to 100/1300, a
+/// significant change `--confidence` shows (without it the row is left
+/// out, as in perl's diff). Fixed data: 400 and 1300 samples.
+#[test]
+fn an_unchanged_value_whose_share_fell_is_shown_with_its_change() {
+    let dir = TempDir::new().unwrap();
+    let base = dir.path().join("base.txt");
+    let new = dir.path().join("new.txt");
+    std::fs::write(&base, "main;a 300\nmain;b 100\n").unwrap();
+    std::fs::write(&new, "main;a 1200\nmain;b 100\n").unwrap();
+    let base_flag = format!("--base={}", base.display());
+    let (out, err, status) = report(&["--text", "--confidence", &base_flag], &[&new]);
+    assert_eq!(status, 0, "{err}");
+    let b = out
+        .lines()
+        .find(|l| l.ends_with(" b"))
+        .unwrap_or_else(|| panic!("{out}"));
+    // 25.0% -> 7.7%: -17.3 points.
+    assert_eq!(
+        b.split_whitespace().collect::<Vec<_>>()[..8],
+        ["0", "0.0%", "225.0%", "0", "0.0%", "25.0%->", "7.7%", "-17.3"],
+        "{out}"
+    );
+    assert!(b.contains(" * b"), "{out}");
+    // `main`, whose share did not change, is shown as before: its value grew.
+    assert!(out.contains(" ~ main"), "{out}");
+    let (plain, _, _) = report(&["--text", &base_flag], &[&new]);
+    assert!(!plain.lines().any(|l| l.ends_with(" b")), "{plain}");
+}

@@ -958,6 +958,15 @@ impl RenderContext<'_> {
                                 d.column(&stacks.frame(row.frame).name)
                             })
                         };
+                        // A diff keeps the functions whose share changed
+                        // significantly although their value did not.
+                        let significant = |frame: cpuprof_report::stacks::FrameId| {
+                            diff.as_ref().is_some_and(|d| {
+                                d.changes
+                                    .get(&stacks.frame(frame).name)
+                                    .is_some_and(|c| c.significant)
+                            })
+                        };
                         let annotation = match &diff {
                             None => text::Annotation {
                                 legend: format!(
@@ -966,6 +975,7 @@ impl RenderContext<'_> {
                                     shares.samples
                                 ),
                                 column: &intervals,
+                                keep: &|_| false,
                             },
                             Some(d) => text::Annotation {
                                 legend: format!(
@@ -975,6 +985,7 @@ impl RenderContext<'_> {
                                     d.new_samples
                                 ),
                                 column: &changes,
+                                keep: &significant,
                             },
                         };
                         text::write_annotated(out, stacks, &graph, options, Some(annotation))?;

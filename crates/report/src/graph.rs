@@ -407,11 +407,23 @@ pub struct Row {
 /// ties by name; rows whose flat and cum are both zero are left out;
 /// at most `options.nodecount` rows.
 pub fn rows(stacks: &Stacks, graph: &Graph, options: &Options) -> Vec<Row> {
+    rows_keeping(stacks, graph, options, &|_| false)
+}
+
+/// [`rows`], keeping also the frames `keep` names whose flat and cum are
+/// both zero: in a diff, a function whose value did not change but whose
+/// share of the total did (`--confidence` shows it).
+pub fn rows_keeping(
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    keep: &dyn Fn(FrameId) -> bool,
+) -> Vec<Row> {
     let mut rows: Vec<Row> = graph
         .nodes
         .iter()
         .enumerate()
-        .filter(|(_, n)| n.flat != 0 || n.cum != 0)
+        .filter(|(i, n)| n.flat != 0 || n.cum != 0 || keep(FrameId(*i as u32)))
         .filter(|(_, n)| !(options.drop_negative && n.cum < 0))
         .map(|(i, n)| Row {
             frame: FrameId(i as u32),
@@ -455,20 +467,23 @@ pub const CUTOFF_SLACK: f64 = 1e-6;
 /// the number before `nodecount`. Go compares whole numbers of the sample
 /// unit; the slack keeps a value exactly at the cutoff whatever the
 /// rounding of `total * fraction`.
+/// The frames `keep` names are kept whatever their values (see
+/// [`rows_keeping`]).
 pub fn trim_rows(
     stacks: &Stacks,
     graph: &Graph,
     options: &Options,
     node_cutoff: f64,
     nodecount: Option<usize>,
+    keep: &dyn Fn(FrameId) -> bool,
 ) -> (Vec<Row>, usize, usize) {
     let all = Options {
         nodecount: None,
         ..options.clone()
     };
-    let mut rows = rows(stacks, graph, &all);
+    let mut rows = rows_keeping(stacks, graph, &all, keep);
     let before = rows.len();
-    rows.retain(|r| r.cum.abs() as f64 + CUTOFF_SLACK >= node_cutoff);
+    rows.retain(|r| r.cum.abs() as f64 + CUTOFF_SLACK >= node_cutoff || keep(r.frame));
     let dropped = before - rows.len();
     let candidates = rows.len();
     if let Some(n) = nodecount {

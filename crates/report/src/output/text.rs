@@ -15,11 +15,13 @@
 
 use std::io::{self, Write};
 
-use crate::graph::{percent_base, percent_total, row_measure, rows, trim_rows, Graph, Row};
+use crate::graph::{
+    percent_base, percent_total, row_measure, rows, rows_keeping, trim_rows, Graph, Row,
+};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
-use crate::stacks::Stacks;
+use crate::stacks::{FrameId, Stacks};
 
 /// Writes the text report.
 pub fn write(
@@ -38,6 +40,9 @@ pub struct Annotation<'a> {
     pub legend: String,
     /// The column of a row.
     pub column: &'a dyn Fn(&Row) -> String,
+    /// The rows shown although their flat and cum are zero (a diff's
+    /// function whose value did not change and whose share did).
+    pub keep: &'a dyn Fn(FrameId) -> bool,
 }
 
 /// Writes the text report, with `annotation`'s column before each name.
@@ -96,7 +101,10 @@ pub fn write_annotated(
     let mut running = 0i64;
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut cell = String::with_capacity(32);
-    let rows = rows(stacks, graph, options);
+    let rows = match &annotation {
+        Some(a) => rows_keeping(stacks, graph, options, a.keep),
+        None => rows(stacks, graph, options),
+    };
     // `%8s`, wider when a value is.
     let width = rows
         .iter()
@@ -159,12 +167,22 @@ fn digits(value: i64) -> usize {
 /// `--nodecount`; with the number dropped and the number before
 /// `--nodecount`.
 pub fn go_rows(stacks: &Stacks, graph: &Graph, options: &Options) -> (Vec<Row>, usize, usize) {
+    go_rows_keeping(stacks, graph, options, &|_| false)
+}
+
+/// [`go_rows`], keeping the frames `keep` names whatever their values.
+fn go_rows_keeping(
+    stacks: &Stacks,
+    graph: &Graph,
+    options: &Options,
+    keep: &dyn Fn(FrameId) -> bool,
+) -> (Vec<Row>, usize, usize) {
     // As in `--tree`: Go truncates the cutoff to a whole number of the
     // sample unit.
     let node_cutoff = (percent_total(stacks, graph) as f64 * options.nodefraction)
         .abs()
         .trunc();
-    trim_rows(stacks, graph, options, node_cutoff, options.nodecount)
+    trim_rows(stacks, graph, options, node_cutoff, options.nodecount, keep)
 }
 
 /// Go pprof's `-top` layout, for values with a unit.
@@ -177,7 +195,10 @@ fn write_go(
 ) -> io::Result<()> {
     // In a diff, the base's total (Go's `-diff_base`).
     let total = stacks.percent_total();
-    let (rows, dropped, candidates) = go_rows(stacks, graph, options);
+    let (rows, dropped, candidates) = match &annotation {
+        Some(a) => go_rows_keeping(stacks, graph, options, a.keep),
+        None => go_rows(stacks, graph, options),
+    };
     let measure = row_measure(stacks, options, &rows, total);
     let mut text = String::with_capacity(256 + rows.len() * 80);
     for label in profile_labels(stacks, options, &measure, total) {

@@ -93,6 +93,7 @@ pub fn write_with(
         options,
         node_cutoff,
         Some(options.nodecount.unwrap_or(DEFAULT_NODECOUNT)),
+        &|_| false,
     );
     let kept: Vec<FrameId> = rows.iter().map(|r| r.frame).collect();
     let mut edges = Graph::edges_among(stacks, &kept);
