@@ -61,7 +61,10 @@ fn ours(path: &Path) -> Profile {
     profile
 }
 
-/// A function name as perf prints it: no parameter list, no `const`.
+/// A function name as perf prints it: no parameter list, no `const`, and
+/// no return type (libiberty prints a template function's return type
+/// only with its parameters: `void std::vector<…>::_M_realloc_insert<…>(…)`
+/// is `std::vector<…>::_M_realloc_insert<…>` in `perf script`).
 fn perf_style(name: &str) -> String {
     let mut out = String::new();
     let mut angle = 0i32;
@@ -92,6 +95,16 @@ fn perf_style(name: &str) -> String {
                     }
                     let _ = after;
                 }
+                continue;
+            }
+            // A space at the top level after a return type (not the one
+            // of `operator new`, `(anonymous namespace)`, ` [clone …]`).
+            ' ' if angle == 0
+                && !out.ends_with("operator")
+                && !out.ends_with("(anonymous")
+                && !name[i + 1..].starts_with(['<', '[']) =>
+            {
+                out.clear();
                 continue;
             }
             _ => {}
