@@ -248,11 +248,17 @@ impl Loader {
             options.gmon_symbol_starts = full.gmon_symbol_starts;
             options.executable_mappings = full.executable_mappings;
         }
-        let profile = if format == Some(Format::PerfData) && self.symbolize {
-            // The files its samples hit are listed in its header: their
-            // debug information (often compressed) is read on another
-            // thread meanwhile, ready for the symbolizer.
-            let files = cpuprof_profile::perf::build_id_table(data);
+        // The files a perf.data file's samples hit are listed in its
+        // header, a gperftools profile's mappings at its end: their debug
+        // information (often compressed) is read on another thread while
+        // the samples are, ready for the symbolizer.
+        let files = match format {
+            _ if !self.symbolize => Vec::new(),
+            Some(Format::PerfData) => cpuprof_profile::perf::build_id_table(data),
+            Some(Format::Gperftools) => cpuprof_profile::gperftools::mapped_files(data),
+            _ => Vec::new(),
+        };
+        let profile = if !files.is_empty() {
             std::thread::scope(|scope| {
                 scope.spawn(|| self.symbolizer.preload(&files));
                 cpuprof_profile::read_profile(data, &options)

@@ -529,6 +529,29 @@ fn read_records(
     Ok(builder.profile)
 }
 
+/// The files of the executable mappings listed at the end of a gperftools
+/// CPU profile, with their build ids (empty: the list has none), found
+/// without reading the records: the list is the text after the binary
+/// part's last zero byte. For reading their debug information while the
+/// records are read. Empty when `data` is not such a profile.
+pub fn mapped_files(data: &[u8]) -> Vec<(String, String)> {
+    if detect(data).is_none() {
+        return Vec::new();
+    }
+    let Some(end_of_records) = data.iter().rposition(|&b| b == 0) else {
+        return Vec::new();
+    };
+    let text = String::from_utf8_lossy(&data[end_of_records + 1..]);
+    let mut files: Vec<(String, String)> = crate::legacy::parse_memory_map(text.lines())
+        .into_iter()
+        .filter(|m| m.is_executable() && !m.path.is_empty())
+        .map(|m| (m.path, m.build_id))
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}
+
 /// Parses the text list of mapped objects that follows the trailer.
 fn parse_mapped_objects(data: &[u8], start: usize) -> Result<Vec<Mapping>, ParseError> {
     let text = &data[start..];
@@ -951,6 +974,33 @@ mod tests {
         // Nothing to write without an id, or for a path with a blank.
         assert_eq!(build_id_line(1, 2, "/bin/x", ""), None);
         assert_eq!(build_id_line(1, 2, "/a b/x", "ab"), None);
+    }
+
+    #[test]
+    fn mapped_files_are_the_executable_mappings_read_without_the_records() {
+        let mut data = slots64(&[0, 3, 0, 10000, 0, 1, 1, 0xa0010, 0, 1, 0]);
+        let line = build_id_line(0xb0000, 0x11000, "/bin/x", "ABcd12").unwrap();
+        data.extend_from_slice(
+            format!("000a0000-000b0000 r-xp 00001000 03:01 12 /bin/x\n{line}\n00c00000-00c01000 rw-p 00000000 03:01 13 /lib/data\n00d00000-00d01000 r-xp 00000000 03:01 13 /lib/y.so\n00e00000-00e01000 r-xp 00000000 00:00 0\n").as_bytes(),
+        );
+        assert_eq!(
+            mapped_files(&data),
+            [
+                ("/bin/x".to_string(), "abcd12".to_string()),
+                ("/lib/y.so".to_string(), String::new())
+            ]
+        );
+        // The same files as the reader's executable mappings.
+        let read: Vec<(String, String)> = read(&data)
+            .unwrap()
+            .mappings
+            .into_iter()
+            .filter(|m| m.is_executable() && !m.path.is_empty())
+            .map(|m| (m.path, m.build_id))
+            .collect();
+        assert_eq!(mapped_files(&data), read);
+        assert!(mapped_files(b"not a profile").is_empty());
+        assert!(mapped_files(&slots64(&[0, 3, 0, 10000, 0, 0, 1, 0])).is_empty());
     }
 
     #[test]
