@@ -646,6 +646,68 @@ fn dwarf_recording_without_frame_pointers_matches_perf() {
     assert!(text.contains("work::deep"), "{text}");
 }
 
+/// A program that execs itself (a new image at another address): the
+/// samples taken just before the exec, still waiting to be unwound when
+/// the exec clears the process's mappings, are named from the image they
+/// were taken in, as perf names them (they were named from no mapping, or
+/// the new image's, when unwinding lagged behind the mapping events).
+#[test]
+fn samples_before_an_exec_are_named_from_their_own_image() {
+    let Some(dir) = perf_dir() else { return };
+    let d = dir.path();
+    let program = compile(
+        "gcc",
+        &[&workload("execself.c")],
+        &d.join("execself"),
+        &["-O1", "-g", "-fomit-frame-pointer"],
+    );
+    let data = d.join("exec.data");
+    record(
+        &data,
+        &["-e", "cpu-clock", "-F", "2000", "--call-graph", "dwarf"],
+        &[program.to_str().unwrap(), "0.15"],
+    );
+    // The samples of each image's burning function (about 300 each), by
+    // (tid, time): their stacks as perf names them, ours the same. The
+    // one or two samples inside `execve` itself (the old image going, the
+    // new one coming) are where perf and we may part: allowed. The new
+    // image's are compared for completeness only: perf (6.1 here) now and
+    // then stops its unwinding of a process that exec'd at the leaf, for
+    // every sample.
+    let theirs = perf_script(&data);
+    let mine = our_stacks(&ours(&data), Callers::Dwarf);
+    let names = |frames: &[Frame]| frames.iter().map(|f| f.name.clone()).collect::<Vec<_>>();
+    for function in ["burn_before", "burn_after"] {
+        let keys: Vec<&(i64, i64)> = theirs
+            .iter()
+            .filter(|(_, frames)| frames.first().is_some_and(|f| f.name == function))
+            .map(|(key, _)| key)
+            .collect();
+        assert!(keys.len() >= 100, "{function}: {} samples", keys.len());
+        let differ: Vec<_> = keys
+            .iter()
+            .filter(|key| mine.get(key).map(|m| names(m)) != Some(names(&theirs[key])))
+            .map(|key| (key, mine.get(key).map(|m| names(m)), names(&theirs[key])))
+            .collect();
+        if function == "burn_before" {
+            assert!(differ.len() <= 2, "{function}: {differ:?}");
+        }
+        // Complete stacks: main under every one of ours.
+        let complete = keys
+            .iter()
+            .filter(|key| {
+                mine.get(key)
+                    .is_some_and(|m| m.iter().any(|f| f.name == "main"))
+            })
+            .count();
+        assert!(
+            complete + 2 >= keys.len(),
+            "{function}: {complete} of {}",
+            keys.len()
+        );
+    }
+}
+
 /// Stacks through ld.so's lazy-binding trampoline (`_dl_runtime_resolve_
 /// xsavec`, `_xsave` or `_fxsave` by CPU), which realigns the stack and
 /// defines its CFA on rbx (framehop follows rsp and rbp only): unwound

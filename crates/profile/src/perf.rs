@@ -228,17 +228,49 @@ pub fn read_with(
     let simpleperf = perf_file
         .features()
         .has_feature(linux_perf_data::Feature::SIMPLEPERF_META_INFO);
-    if let (Some((start, end)), false) = (in_place, simpleperf) {
-        drop(record_iter);
-        state.file = Some(data);
-        read_in_place(data, start, end, &perf_file, &mut state, release)?;
-        state.flush_unwinds();
-        return Ok(state.finish());
-    }
+    let in_place = match (in_place, simpleperf) {
+        (Some(range), false) => {
+            state.file = Some(data);
+            Some(range)
+        }
+        _ => None,
+    };
+    // `--call-graph dwarf` stacks are unwound on another thread (and the
+    // cores it spreads them over) while the next samples are read.
+    let dwarf = state.x86_64
+        && perf_file.event_attributes().iter().any(|a| {
+            a.attr
+                .sample_format
+                .contains(linux_perf_data::linux_perf_event_reader::SampleFormat::STACK_USER)
+        });
+    let file = state.file;
+    std::thread::scope(|scope| -> Result<(), ParseError> {
+        if let (Some(unwinder), true) = (unwinder, dwarf) {
+            state.pipe = Some(Pipe::start(scope, unwinder, file));
+        }
+        let read = match in_place {
+            Some((start, end)) => read_in_place(data, start, end, &perf_file, &mut state, release),
+            None => read_stream(&mut record_iter, &mut perf_file, &mut state, &at),
+        };
+        let read = read.map(|()| state.drain_unwinds());
+        // Ends the unwinding thread (also on an error, with a batch in
+        // flight: its answer has nowhere to go).
+        state.pipe = None;
+        read
+    })?;
+    Ok(state.finish())
+}
+
+/// Reads the records of a file the crate's record iterator reads (pipe
+/// mode, and files whose records are not read in place).
+fn read_stream<R: Read>(
+    record_iter: &mut linux_perf_data::PerfRecordIter<R>,
+    perf_file: &mut linux_perf_data::PerfFile,
+    state: &mut State<'_>,
+    at: &dyn Fn(&dyn fmt::Display) -> ParseError,
+) -> Result<(), ParseError> {
     loop {
-        let record = record_iter
-            .next_record(&mut perf_file)
-            .map_err(|e| at(&e))?;
+        let record = record_iter.next_record(perf_file).map_err(|e| at(&e))?;
         let Some(record) = record else { break };
         match record {
             PerfFileRecord::EventRecord { attr_index, record } => {
@@ -252,13 +284,48 @@ pub fn read_with(
                 } else if user.record_type == UserRecordType::PERF_HEADER_ATTR
                     || user.record_type == UserRecordType::PERF_HEADER_FEATURE
                 {
-                    state.set_events(&perf_file);
+                    state.set_events(perf_file);
                 }
             }
         }
     }
-    state.flush_unwinds();
-    Ok(state.finish())
+    Ok(())
+}
+
+/// A batch of stacks to unwind: the jobs, and in pipe mode their bytes.
+struct Batch {
+    jobs: Vec<UnwindJob>,
+    stacks: Vec<u8>,
+}
+
+/// The thread that unwinds batches while the reader goes on: one batch
+/// in flight at a time, answered in order. Dropping it ends the thread.
+struct Pipe {
+    to: std::sync::mpsc::SyncSender<Batch>,
+    from: std::sync::mpsc::Receiver<Batch>,
+}
+
+impl Pipe {
+    fn start<'scope, 'env: 'scope>(
+        scope: &'scope std::thread::Scope<'scope, 'env>,
+        unwinder: &'env dyn StackUnwinder,
+        file: Option<&'env [u8]>,
+    ) -> Pipe {
+        let (to, batches) = std::sync::mpsc::sync_channel::<Batch>(1);
+        let (done, from) = std::sync::mpsc::sync_channel::<Batch>(1);
+        scope.spawn(move || {
+            for mut batch in batches {
+                match file {
+                    Some(file) => unwinder.unwind(&mut batch.jobs, file),
+                    None => unwinder.unwind(&mut batch.jobs, &batch.stacks),
+                }
+                if done.send(batch).is_err() {
+                    break;
+                }
+            }
+        });
+        Pipe { to, from }
+    }
 }
 
 /// The objects a perf.data file's build-id table names (`perf record`
@@ -1010,6 +1077,11 @@ struct State<'u> {
     /// The stack bytes of `jobs`, one after the other.
     stacks: Vec<u8>,
     pending: Vec<Pending>,
+    /// The unwinding thread, when there is one.
+    pipe: Option<Pipe>,
+    /// The samples of the batch the unwinding thread has, and where its
+    /// first stack starts in the file.
+    in_flight: Option<(Vec<Pending>, Option<usize>)>,
     /// The (tid, time) of every sample so far, while all differ and all
     /// have a time: then no two samples have the same labels, and there
     /// is nothing to merge.
@@ -1035,6 +1107,8 @@ impl<'u> State<'u> {
             jobs: Vec::new(),
             stacks: Vec::new(),
             pending: Vec::new(),
+            pipe: None,
+            in_flight: None,
             seen: FxHashSet::default(),
             may_merge: false,
         }
@@ -1119,7 +1193,9 @@ impl<'u> State<'u> {
             EventRecord::Comm(c) => {
                 let name: Arc<str> = String::from_utf8_lossy(&c.name.as_slice()).into();
                 if c.is_execve {
-                    // A new program: the old mappings are gone.
+                    // A new program: the old mappings are gone (the
+                    // samples waiting are named from them first).
+                    self.drain_unwinds();
                     let p = self.processes.entry(c.pid).or_default();
                     p.maps.clear();
                     p.space = None;
@@ -1255,6 +1331,11 @@ impl<'u> State<'u> {
                 id
             }
         };
+        // The samples waiting are named from the mappings they were taken
+        // under.
+        if !self.pending.is_empty() || self.in_flight.is_some() {
+            self.drain_unwinds();
+        }
         let process = self.processes.entry(pid).or_default();
         // A new mapping replaces what it overlaps.
         let overlapping: Vec<u64> = process
@@ -1502,22 +1583,75 @@ impl<'u> State<'u> {
         locations
     }
 
+    /// Sends the batch of jobs to be unwound: to the unwinding thread once
+    /// the batch before it is done, or unwinds it here without one.
     fn flush_unwinds(&mut self) {
         if self.jobs.is_empty() {
             return;
         }
+        let batch = Batch {
+            jobs: std::mem::take(&mut self.jobs),
+            stacks: std::mem::take(&mut self.stacks),
+        };
+        let pending = std::mem::take(&mut self.pending);
+        self.finish_in_flight();
+        let batch = match &self.pipe {
+            Some(pipe) => {
+                let lowest = self
+                    .file
+                    .and_then(|_| batch.jobs.iter().map(|j| j.stack.start).min());
+                match pipe.to.send(batch) {
+                    Ok(()) => {
+                        self.in_flight = Some((pending, lowest));
+                        return;
+                    }
+                    // The thread is gone: unwind here.
+                    Err(std::sync::mpsc::SendError(batch)) => batch,
+                }
+            }
+            None => batch,
+        };
+        let mut batch = batch;
         if let Some(unwinder) = self.unwinder {
             match self.file {
-                Some(file) => unwinder.unwind(&mut self.jobs, file),
-                None => unwinder.unwind(&mut self.jobs, &self.stacks),
+                Some(file) => unwinder.unwind(&mut batch.jobs, file),
+                None => unwinder.unwind(&mut batch.jobs, &batch.stacks),
             }
         }
-        self.stacks.clear();
-        let mut jobs = std::mem::take(&mut self.jobs);
-        for p in std::mem::take(&mut self.pending) {
-            let job = &mut jobs[p.job];
+        self.add_unwound(pending, batch);
+    }
+
+    /// Adds the samples of the batch the unwinding thread has, once it is
+    /// done.
+    fn finish_in_flight(&mut self) {
+        let Some((pending, _)) = self.in_flight.take() else {
+            return;
+        };
+        let batch = match self.pipe.as_ref().map(|pipe| pipe.from.recv()) {
+            Some(Ok(batch)) => batch,
+            // The thread is gone (it panicked: the scope says so when it
+            // ends): the samples keep their interrupted instruction.
+            _ => return,
+        };
+        self.add_unwound(pending, batch);
+    }
+
+    /// Unwinds every sample read so far, and adds them: before the
+    /// mappings their user frames are named from change, and at the end.
+    fn drain_unwinds(&mut self) {
+        self.flush_unwinds();
+        self.finish_in_flight();
+    }
+
+    /// Adds the samples `pending` of an unwound batch, in order.
+    fn add_unwound(&mut self, pending: Vec<Pending>, mut batch: Batch) {
+        for p in pending {
+            let job = &mut batch.jobs[p.job];
             let mut frames: Vec<u64> = std::mem::take(&mut job.frames);
-            if frames.is_empty() {
+            // Not unwound: the interrupted instruction alone, if it lies
+            // in a mapping (perf shows no user frame for one in none: a
+            // sample inside `execve`, whose old image is gone).
+            if frames.is_empty() && self.user_mapping(p.pid, job.pc).is_some() {
                 frames.push(job.pc);
             }
             let locations = self.stack(p.pid, &p.kernel, &frames);
@@ -1527,12 +1661,22 @@ impl<'u> State<'u> {
                 labels: p.labels,
             });
         }
+        // Its buffer serves the next batch.
+        if self.stacks.is_empty() {
+            batch.stacks.clear();
+            self.stacks = batch.stacks;
+        }
     }
 
     /// Where the first stack waiting to be unwound starts in the file.
     fn lowest_pending_stack(&self) -> Option<usize> {
         self.file?;
-        self.jobs.iter().map(|j| j.stack.start).min()
+        let in_flight = self.in_flight.as_ref().and_then(|(_, lowest)| *lowest);
+        self.jobs
+            .iter()
+            .map(|j| j.stack.start)
+            .chain(in_flight)
+            .min()
     }
 
     fn finish(mut self) -> Profile {
