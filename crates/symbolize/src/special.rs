@@ -44,33 +44,78 @@ pub fn prefetch_kernel_symbols() {
 fn kallsyms() -> Option<Arc<Symbols>> {
     static KALLSYMS: OnceLock<Option<Arc<Symbols>>> = OnceLock::new();
     KALLSYMS
-        .get_or_init(|| {
-            let text = std::fs::read_to_string("/proc/kallsyms").ok()?;
-            let mut symbols: Symbols = Vec::new();
-            for line in text.lines() {
-                let mut fields = line.split_whitespace();
-                let (Some(address), Some(kind), Some(name)) =
-                    (fields.next(), fields.next(), fields.next())
-                else {
-                    continue;
-                };
-                if !matches!(kind, "t" | "T" | "w" | "W") {
-                    continue;
-                }
-                let Ok(address) = u64::from_str_radix(address, 16) else {
-                    continue;
-                };
-                if address != 0 {
-                    symbols.push((address, 0, name.to_string()));
-                }
-            }
-            if symbols.is_empty() {
-                return None;
-            }
-            symbols.sort_by_key(|s| s.0);
-            Some(Arc::new(symbols))
-        })
+        .get_or_init(|| parse_kallsyms(&read_kallsyms()?))
         .clone()
+}
+
+/// The text of `/proc/kallsyms`.
+fn read_kallsyms() -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::open("/proc/kallsyms").ok()?;
+    let mut text: Vec<u8> = Vec::with_capacity(8 << 20);
+    let mut buffer = vec![0u8; 1 << 16];
+    loop {
+        match file.read(&mut buffer) {
+            Ok(0) => return Some(text),
+            Ok(n) => text.extend_from_slice(&buffer[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// The code symbols (`t`, `T`, `w`, `W`) of kallsyms' lines, `ADDRESS
+/// KIND NAME[\t[MODULE]]`, sorted by address; None without any (or when
+/// every address reads 0: kptr_restrict hides them).
+fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
+    let mut symbols: Symbols = Vec::with_capacity(text.len() / 64);
+    for line in text.split(|&b| b == b'\n') {
+        let Some(space) = line.iter().position(|&b| b == b' ') else {
+            continue;
+        };
+        let (Some(&kind), Some(b' ')) = (line.get(space + 1), line.get(space + 2)) else {
+            continue;
+        };
+        if !matches!(kind, b't' | b'T' | b'w' | b'W') {
+            continue;
+        }
+        let Some(address) = parse_hex(&line[..space]) else {
+            continue;
+        };
+        let rest = &line[space + 3..];
+        let name = match rest.iter().position(|&b| b == b'\t' || b == b' ') {
+            Some(end) => &rest[..end],
+            None => rest,
+        };
+        if address != 0 && !name.is_empty() {
+            symbols.push((address, 0, String::from_utf8_lossy(name).into_owned()));
+        }
+    }
+    if symbols.is_empty() {
+        return None;
+    }
+    // Stable: of aliases at one address, the last listed names it, as
+    // before.
+    symbols.sort_by_key(|s| s.0);
+    Some(Arc::new(symbols))
+}
+
+/// A hexadecimal number of at most 16 digits.
+fn parse_hex(digits: &[u8]) -> Option<u64> {
+    if digits.is_empty() || digits.len() > 16 {
+        return None;
+    }
+    let mut value = 0u64;
+    for &d in digits {
+        let v = match d {
+            b'0'..=b'9' => d - b'0',
+            b'a'..=b'f' => d - b'a' + 10,
+            b'A'..=b'F' => d - b'A' + 10,
+            _ => return None,
+        };
+        value = value << 4 | u64::from(v);
+    }
+    Some(value)
 }
 
 /// The running kernel's build id, from `/sys/kernel/notes`.
@@ -273,6 +318,56 @@ pub(crate) fn name_special(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// kallsyms' lines read as whitespace-separated fields, the plain way.
+    fn by_fields(text: &str) -> Symbols {
+        let mut symbols: Symbols = text
+            .lines()
+            .filter_map(|line| {
+                let mut fields = line.split_whitespace();
+                let (address, kind, name) = (fields.next()?, fields.next()?, fields.next()?);
+                let address = u64::from_str_radix(address, 16).ok()?;
+                (matches!(kind, "t" | "T" | "w" | "W") && address != 0)
+                    .then(|| (address, 0, name.to_string()))
+            })
+            .collect();
+        symbols.sort_by_key(|s| s.0);
+        symbols
+    }
+
+    #[test]
+    fn kallsyms_lines_give_the_code_symbols() {
+        let text = "ffffffff81000000 T _text\n\
+                    ffffffff81000040 t startup_64_setup\n\
+                    ffffffff82000000 D data_symbol\n\
+                    0000000000000000 A fixed_percpu_data\n\
+                    ffffffffc0a01000 t helper\t[mod]\n\
+                    ffffffff81001000 W weak_one\n\
+                    not a line\n\
+                    ffffffffzz000000 T bad_address\n";
+        let symbols = parse_kallsyms(text.as_bytes()).unwrap();
+        let names: Vec<(u64, &str)> = symbols.iter().map(|s| (s.0, s.2.as_str())).collect();
+        assert_eq!(
+            names,
+            [
+                (0xffffffff81000000, "_text"),
+                (0xffffffff81000040, "startup_64_setup"),
+                (0xffffffff81001000, "weak_one"),
+                (0xffffffffc0a01000, "helper")
+            ]
+        );
+        assert_eq!(*symbols, by_fields(text));
+        // Hidden addresses (kptr_restrict): nothing.
+        assert!(parse_kallsyms(b"0000000000000000 T _text\n").is_none());
+        // This machine's, when readable: what the plain reading gives.
+        if let Some(text) = read_kallsyms() {
+            let plain = by_fields(&String::from_utf8_lossy(&text));
+            match parse_kallsyms(&text) {
+                Some(ours) => assert!(*ours == plain, "{} vs {} symbols", ours.len(), plain.len()),
+                None => assert!(plain.is_empty()),
+            }
+        }
+    }
 
     #[test]
     fn perf_map_paths() {
