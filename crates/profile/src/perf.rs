@@ -248,15 +248,20 @@ pub fn read_with(
         if let (Some(unwinder), true) = (unwinder, dwarf) {
             state.pipe = Some(Pipe::start(scope, unwinder, file));
         }
-        let read = match in_place {
-            Some((start, end)) => read_in_place(data, start, end, &perf_file, &mut state, release),
-            None => read_stream(&mut record_iter, &mut perf_file, &mut state, &at),
-        };
-        let read = read.map(|()| state.drain_unwinds());
+        let read = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let read = match in_place {
+                Some((start, end)) => {
+                    read_in_place(data, start, end, &perf_file, &mut state, release)
+                }
+                None => read_stream(&mut record_iter, &mut perf_file, &mut state, &at),
+            };
+            read.map(|()| state.drain_unwinds())
+        }));
         // Ends the unwinding thread (also on an error, with a batch in
-        // flight: its answer has nowhere to go).
+        // flight: its answer has nowhere to go; and on a panic, which the
+        // scope would otherwise wait on the thread for, for ever).
         state.pipe = None;
-        read
+        read.unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })?;
     Ok(state.finish())
 }
@@ -1409,8 +1414,9 @@ impl<'u> State<'u> {
                 continue;
             }
             let mut m = m.clone();
-            // A part left by an overlapping mapping.
-            m.offset += start - m.start;
+            // A part left by an overlapping mapping (the file's offsets
+            // are whatever it says: they wrap, as perf's do).
+            m.offset = m.offset.wrapping_add(start.wrapping_sub(m.start));
             m.start = start;
             m.limit = end;
             list.push(m);

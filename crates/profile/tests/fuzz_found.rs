@@ -147,3 +147,25 @@ fn auxtrace_data_beyond_the_data_section_is_refused() {
         "perf.data: offset 2304: AUXTRACE record: its 78640851208070 bytes of trace data run past the end of the data (1136 bytes left): truncated file"
     );
 }
+
+/// An unwinder that leaves every stack as it is: enough for the reader to
+/// build each process's address space, which it hands to the unwinder.
+#[derive(Debug)]
+struct Untouched;
+
+impl cpuprof_profile::perf::StackUnwinder for Untouched {
+    fn unwind(&self, _: &mut [cpuprof_profile::perf::UnwindJob], _: &[u8]) {}
+}
+
+/// `perf_data`: a mapping at a file offset near 2^64, split by a later
+/// one: the part left over got `offset + (its start - the mapping's
+/// start)`, which overflowed (a panic where overflow is checked: the
+/// fuzzer's build, `cargo test` without `--release`). Offsets wrap now, as
+/// the file's numbers do in perf. (The panic also hung the reader: its
+/// unwinding thread waited for batches for ever; a panic now ends it.)
+#[test]
+fn a_split_mapping_s_offset_wraps() {
+    let data = include_bytes!("data/perf-split-mapping-offset-wraps.data");
+    let profile = cpuprof_profile::perf::read(data, Some(&Untouched)).unwrap();
+    assert_eq!(profile.samples.len(), 9);
+}
