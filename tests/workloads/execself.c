@@ -1,6 +1,7 @@
-/* Burns CPU for a while, then execs itself (a new image, at another
- * address under ASLR) to burn again: samples taken just before the exec
- * must be named from the mappings of the image they were taken in.
+/* Burns CPU (its own CPU time, whatever the load), then execs itself (a
+ * new image, at another address under ASLR) to burn again: samples taken
+ * just before the exec must be named from the mappings of the image they
+ * were taken in.
  *   execself SECONDS [again]
  */
 #include <stdlib.h>
@@ -11,7 +12,7 @@ volatile double sink;
 
 static double now(void) {
     struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 __attribute__((noinline)) void burn_before(double seconds) {
