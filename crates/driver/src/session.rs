@@ -959,7 +959,8 @@ impl RenderContext<'_> {
                             })
                         };
                         // A diff keeps the functions whose share changed
-                        // significantly although their value did not.
+                        // significantly although their value did not (none
+                        // without a base).
                         let significant = |frame: cpuprof_report::stacks::FrameId| {
                             diff.as_ref().is_some_and(|d| {
                                 d.changes
@@ -975,7 +976,7 @@ impl RenderContext<'_> {
                                     shares.samples
                                 ),
                                 column: &intervals,
-                                keep: &|_| false,
+                                keep: &significant,
                             },
                             Some(d) => text::Annotation {
                                 legend: format!(

@@ -541,8 +541,8 @@ pub fn mapped_files(data: &[u8]) -> Vec<(String, String)> {
     let Some(end_of_records) = data.iter().rposition(|&b| b == 0) else {
         return Vec::new();
     };
-    let text = String::from_utf8_lossy(&data[end_of_records + 1..]);
-    let mut files: Vec<(String, String)> = crate::legacy::parse_memory_map(text.lines())
+    let mappings = parse_mapped_objects(data, end_of_records + 1).unwrap_or_default();
+    let mut files: Vec<(String, String)> = mappings
         .into_iter()
         .filter(|m| m.is_executable() && !m.path.is_empty())
         .map(|m| (m.path, m.build_id))

@@ -368,24 +368,24 @@ pub fn build_id_table(data: &[u8]) -> Vec<(String, String)> {
     table
 }
 
+/// The `N` bytes at `offset`, in little-endian order (reversed when the
+/// file is big-endian).
+fn bytes_at<const N: usize>(data: &[u8], offset: usize, big: bool) -> Option<[u8; N]> {
+    let mut bytes: [u8; N] = data.get(offset..offset.checked_add(N)?)?.try_into().ok()?;
+    if big {
+        bytes.reverse();
+    }
+    Some(bytes)
+}
+
 /// A `u16` at `offset`.
 fn half(data: &[u8], offset: usize, big: bool) -> Option<u16> {
-    let bytes: [u8; 2] = data.get(offset..offset.checked_add(2)?)?.try_into().ok()?;
-    Some(if big {
-        u16::from_be_bytes(bytes)
-    } else {
-        u16::from_le_bytes(bytes)
-    })
+    bytes_at(data, offset, big).map(u16::from_le_bytes)
 }
 
 /// A `u32` at `offset`.
 fn word(data: &[u8], offset: usize, big: bool) -> Option<u32> {
-    let bytes: [u8; 4] = data.get(offset..offset.checked_add(4)?)?.try_into().ok()?;
-    Some(if big {
-        u32::from_be_bytes(bytes)
-    } else {
-        u32::from_le_bytes(bytes)
-    })
+    bytes_at(data, offset, big).map(u32::from_le_bytes)
 }
 
 /// The record header (`struct perf_event_header`) at `offset`: type,
@@ -439,12 +439,7 @@ fn build_id_event(body: &[u8], misc: u16) -> Option<(&[u8], String, bool)> {
 
 /// A `u64` header field at `offset`.
 fn field(data: &[u8], offset: usize, big: bool) -> Option<u64> {
-    let bytes: [u8; 8] = data.get(offset..offset.checked_add(8)?)?.try_into().ok()?;
-    Some(if big {
-        u64::from_be_bytes(bytes)
-    } else {
-        u64::from_le_bytes(bytes)
-    })
+    bytes_at(data, offset, big).map(u64::from_le_bytes)
 }
 
 /// Checks that the attribute and event-type sections and every feature
@@ -1338,9 +1333,7 @@ impl<'u> State<'u> {
         };
         // The samples waiting are named from the mappings they were taken
         // under.
-        if !self.pending.is_empty() || self.in_flight.is_some() {
-            self.drain_unwinds();
-        }
+        self.drain_unwinds();
         let process = self.processes.entry(pid).or_default();
         // A new mapping replaces what it overlaps.
         let overlapping: Vec<u64> = process
@@ -1635,8 +1628,8 @@ impl<'u> State<'u> {
         };
         let batch = match self.pipe.as_ref().map(|pipe| pipe.from.recv()) {
             Some(Ok(batch)) => batch,
-            // The thread is gone (it panicked: the scope says so when it
-            // ends): the samples keep their interrupted instruction.
+            // The thread is gone (it panicked, with the batch: the scope
+            // raises its panic when it ends).
             _ => return,
         };
         self.add_unwound(pending, batch);

@@ -48,20 +48,16 @@ fn kallsyms() -> Option<Arc<Symbols>> {
         .clone()
 }
 
-/// The text of `/proc/kallsyms`.
+/// The text of `/proc/kallsyms` (its size unknown beforehand: room for
+/// a typical one, so that it is read in big pieces).
 fn read_kallsyms() -> Option<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::open("/proc/kallsyms").ok()?;
     let mut text: Vec<u8> = Vec::with_capacity(8 << 20);
-    let mut buffer = vec![0u8; 1 << 16];
-    loop {
-        match file.read(&mut buffer) {
-            Ok(0) => return Some(text),
-            Ok(n) => text.extend_from_slice(&buffer[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => return None,
-        }
-    }
+    std::fs::File::open("/proc/kallsyms")
+        .ok()?
+        .read_to_end(&mut text)
+        .ok()?;
+    Some(text)
 }
 
 /// The code symbols (`t`, `T`, `w`, `W`) of kallsyms' lines, `ADDRESS
@@ -79,7 +75,10 @@ fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
         if !matches!(kind, b't' | b'T' | b'w' | b'W') {
             continue;
         }
-        let Some(address) = parse_hex(&line[..space]) else {
+        let address = std::str::from_utf8(&line[..space])
+            .ok()
+            .and_then(|digits| u64::from_str_radix(digits, 16).ok());
+        let Some(address) = address else {
             continue;
         };
         let rest = &line[space + 3..];
@@ -98,24 +97,6 @@ fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
     // before.
     symbols.sort_by_key(|s| s.0);
     Some(Arc::new(symbols))
-}
-
-/// A hexadecimal number of at most 16 digits.
-fn parse_hex(digits: &[u8]) -> Option<u64> {
-    if digits.is_empty() || digits.len() > 16 {
-        return None;
-    }
-    let mut value = 0u64;
-    for &d in digits {
-        let v = match d {
-            b'0'..=b'9' => d - b'0',
-            b'a'..=b'f' => d - b'a' + 10,
-            b'A'..=b'F' => d - b'A' + 10,
-            _ => return None,
-        };
-        value = value << 4 | u64::from(v);
-    }
-    Some(value)
 }
 
 /// The running kernel's build id, from `/sys/kernel/notes`.

@@ -107,7 +107,8 @@ impl Symbolizer {
     }
 
     /// Opens the local files of `files` (path, build id: a perf.data
-    /// file's build-id table) that are this build, and reads their DWARF
+    /// file's build-id table, a gperftools profile's executable mappings)
+    /// that are this build, and reads their DWARF
     /// into the cache: what symbolizing does first, done ahead (on
     /// another thread while the profile is read).
     pub fn preload(&self, files: &[(String, String)]) {

@@ -15,9 +15,7 @@
 
 use std::io::{self, Write};
 
-use crate::graph::{
-    percent_base, percent_total, row_measure, rows, rows_keeping, trim_rows, Graph, Row,
-};
+use crate::graph::{percent_base, percent_total, row_measure, rows_keeping, trim_rows, Graph, Row};
 use crate::legend::profile_labels;
 use crate::measure::{is_scaled_unit, percentage, unit_word, Percent, PerlLegacyUnit};
 use crate::options::Options;
@@ -43,6 +41,16 @@ pub struct Annotation<'a> {
     /// The rows shown although their flat and cum are zero (a diff's
     /// function whose value did not change and whose share did).
     pub keep: &'a dyn Fn(FrameId) -> bool,
+}
+
+impl<'a> Annotation<'a> {
+    /// The rows `annotation` keeps whatever their values: none without one.
+    fn keep_of(annotation: &Option<Annotation<'a>>) -> &'a dyn Fn(FrameId) -> bool {
+        match annotation {
+            Some(a) => a.keep,
+            None => &|_| false,
+        }
+    }
 }
 
 /// Writes the text report, with `annotation`'s column before each name.
@@ -101,10 +109,7 @@ pub fn write_annotated(
     let mut running = 0i64;
     let mut line: Vec<u8> = Vec::with_capacity(256);
     let mut cell = String::with_capacity(32);
-    let rows = match &annotation {
-        Some(a) => rows_keeping(stacks, graph, options, a.keep),
-        None => rows(stacks, graph, options),
-    };
+    let rows = rows_keeping(stacks, graph, options, Annotation::keep_of(&annotation));
     // `%8s`, wider when a value is.
     let width = rows
         .iter()
@@ -163,15 +168,10 @@ fn digits(value: i64) -> usize {
 }
 
 /// The rows Go pprof's `-top` keeps: nodes whose |cum| is below
-/// `nodefraction` of the kept samples' total dropped, then at most
-/// `--nodecount`; with the number dropped and the number before
-/// `--nodecount`.
-pub fn go_rows(stacks: &Stacks, graph: &Graph, options: &Options) -> (Vec<Row>, usize, usize) {
-    go_rows_keeping(stacks, graph, options, &|_| false)
-}
-
-/// [`go_rows`], keeping the frames `keep` names whatever their values.
-fn go_rows_keeping(
+/// `nodefraction` of the kept samples' total dropped (but those `keep`
+/// names), then at most `--nodecount`; with the number dropped and the
+/// number before `--nodecount`.
+fn go_rows(
     stacks: &Stacks,
     graph: &Graph,
     options: &Options,
@@ -195,10 +195,8 @@ fn write_go(
 ) -> io::Result<()> {
     // In a diff, the base's total (Go's `-diff_base`).
     let total = stacks.percent_total();
-    let (rows, dropped, candidates) = match &annotation {
-        Some(a) => go_rows_keeping(stacks, graph, options, a.keep),
-        None => go_rows(stacks, graph, options),
-    };
+    let (rows, dropped, candidates) =
+        go_rows(stacks, graph, options, Annotation::keep_of(&annotation));
     let measure = row_measure(stacks, options, &rows, total);
     let mut text = String::with_capacity(256 + rows.len() * 80);
     for label in profile_labels(stacks, options, &measure, total) {
