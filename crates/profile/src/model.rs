@@ -325,10 +325,21 @@ impl Profile {
     /// Sums the values of samples with identical stacks and labels, keeping
     /// the order of first appearance.
     pub fn merge_samples(&mut self) {
+        self.merge_samples_where(|_| true);
+    }
+
+    /// [`Profile::merge_samples`] among the samples `candidate` picks: the
+    /// others are kept as they are, unhashed (for a reader that knows which
+    /// samples alone can be identical).
+    pub fn merge_samples_where(&mut self, candidate: impl Fn(&Sample) -> bool) {
         let mut index: FxHashMap<(&[LocationId], &[Label]), usize> = FxHashMap::default();
         let mut merged: Vec<Sample> = Vec::with_capacity(self.samples.len());
         let mut target = Vec::with_capacity(self.samples.len());
         for sample in &self.samples {
+            if !candidate(sample) {
+                target.push(None);
+                continue;
+            }
             match index.entry((&sample.locations, &sample.labels)) {
                 Entry::Occupied(e) => target.push(Some(*e.get())),
                 Entry::Vacant(e) => {
@@ -491,5 +502,28 @@ impl ProfileBuilder {
     pub fn finish(mut self) -> Profile {
         self.profile.merge_samples();
         self.profile
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merging_among_candidates_leaves_the_others_apart() {
+        let mut b = ProfileBuilder::new(vec![ValueType::new("samples", "count")]);
+        let a = b.location_at(0x10);
+        let c = b.location_at(0x20);
+        b.add_sample(vec![a], vec![1]);
+        b.add_sample(vec![c], vec![2]);
+        b.add_sample(vec![a], vec![4]);
+        b.add_sample(vec![c], vec![8]);
+        let mut all = b.profile.clone();
+        all.merge_samples();
+        let values = |p: &Profile| p.samples.iter().map(|s| s.values[0]).collect::<Vec<_>>();
+        assert_eq!(values(&all), [5, 10]);
+        let mut some = b.profile;
+        some.merge_samples_where(|s| s.locations == [a]);
+        assert_eq!(values(&some), [5, 2, 8]);
     }
 }

@@ -130,3 +130,47 @@ fn a_feature_section_bigger_than_the_file_is_refused() {
     let e = perf::read(&data, None).unwrap_err();
     assert!(e.message.contains("feature section"), "{e}");
 }
+
+/// perf now and then writes one sample twice (same thread, same time):
+/// the two are one sample of twice the value, and no other sample changes.
+#[test]
+fn a_sample_written_twice_is_one_sample_of_twice_its_value() {
+    let u64_at = |d: &[u8], o: usize| u64::from_le_bytes(d[o..o + 8].try_into().unwrap());
+    let (start, size) = (u64_at(FILE, 40) as usize, u64_at(FILE, 48) as usize);
+    // The first PERF_RECORD_SAMPLE (type 9) of the data section.
+    let mut at = start;
+    let len = loop {
+        assert!(at < start + size, "the seed has no sample");
+        let kind = u32::from_le_bytes(FILE[at..at + 4].try_into().unwrap());
+        let len = u16::from_le_bytes(FILE[at + 6..at + 8].try_into().unwrap()) as usize;
+        if kind == 9 {
+            break len;
+        }
+        at += len;
+    };
+    let mut data = FILE.to_vec();
+    let record = data[at..at + len].to_vec();
+    data.splice(at + len..at + len, record);
+    data[48..56].copy_from_slice(&((size + len) as u64).to_le_bytes());
+    // The feature sections' headers follow the data: their contents moved.
+    let features: u32 = data[72..104].iter().map(|b| b.count_ones()).sum();
+    for i in 0..features as usize {
+        let o = start + size + len + 16 * i;
+        let moved = u64_at(&data, o) + len as u64;
+        data[o..o + 8].copy_from_slice(&moved.to_le_bytes());
+    }
+    let once = perf::read(FILE, None).unwrap();
+    let twice = perf::read(&data, None).unwrap();
+    assert_eq!(twice.samples.len(), once.samples.len());
+    let doubled: Vec<usize> = (0..once.samples.len())
+        .filter(|&i| twice.samples[i].values != once.samples[i].values)
+        .collect();
+    // The reader orders samples by time: the copied one need not be first.
+    let [i] = doubled[..] else {
+        panic!("samples {doubled:?} changed, expected one");
+    };
+    let expected: Vec<i64> = once.samples[i].values.iter().map(|v| 2 * v).collect();
+    assert_eq!(twice.samples[i].values, expected);
+    assert_eq!(twice.samples[i].locations, once.samples[i].locations);
+    assert_eq!(twice.samples[i].labels, once.samples[i].labels);
+}
