@@ -23,7 +23,7 @@ fuzz_target!(|data: &[u8]| {
                 let value: i64 = number.parse().ok()?;
                 let _ = scaled_label(value, unit, "auto");
                 return Some(Label {
-                    key: key.to_string(),
+                    key: key.to_string().into(),
                     value: LabelValue::Num {
                         value,
                         unit: unit.to_string(),
@@ -32,7 +32,7 @@ fuzz_target!(|data: &[u8]| {
             }
             let (key, value) = l.split_once('=')?;
             Some(Label {
-                key: key.to_string(),
+                key: key.to_string().into(),
                 value: LabelValue::Str(value.to_string()),
             })
         })

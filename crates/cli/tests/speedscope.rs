@@ -27,11 +27,11 @@ use cpuprof_profile::{
 use cpuprof_testkit::{compile, peers_required, repo_root, require_tool, run_ok, TempDir};
 use serde_json::{json, Value};
 
-fn num(key: &str, value: i64) -> Label {
+fn num(key: &'static str, value: i64) -> Label {
     Label::num(key, value, "")
 }
 
-fn text(key: &str, value: &str) -> Label {
+fn text(key: &'static str, value: &str) -> Label {
     Label::str(key, value)
 }
 
@@ -272,7 +272,7 @@ fn agent_labels_and_several_processes_name_the_process_too() {
     let mut profile = hand_built(true);
     for s in &mut profile.samples {
         for l in &mut s.labels {
-            let agent = match (l.key.as_str(), &l.value) {
+            let agent = match (&*l.key, &l.value) {
                 ("tid", LabelValue::Num { value, .. }) => text("thread_id", &value.to_string()),
                 ("pid", LabelValue::Num { value, .. }) => text("pid", &value.to_string()),
                 ("thread_comm", LabelValue::Str(name)) => text("thread_name", name),

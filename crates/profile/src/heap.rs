@@ -266,7 +266,7 @@ fn parse_sample(line: &TextLine, header: &Header) -> Result<RawSample, ParseErro
         stack,
         values,
         labels: vec![Label {
-            key: "bytes".to_string(),
+            key: "bytes".into(),
             value: LabelValue::Num {
                 value: block_size,
                 unit: "bytes".to_string(),

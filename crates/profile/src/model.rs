@@ -6,6 +6,7 @@
 //! (`LocationId(3)` is `profile.locations[3]`), not the proto's arbitrary
 //! 64-bit ids. Readers of the proto translate.
 
+use std::borrow::Cow;
 use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
@@ -169,17 +170,18 @@ pub enum LabelValue {
 /// A key/value annotation of a sample (thread, request, ...).
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Label {
-    /// The key.
-    pub key: String,
+    /// The key: borrowed when it is a constant (`pid`, `tid`, ...), so
+    /// that a reader labelling every sample does not allocate it each time.
+    pub key: Cow<'static, str>,
     /// The value.
     pub value: LabelValue,
 }
 
 impl Label {
     /// A numeric label, `unit` empty for none.
-    pub fn num(key: &str, value: i64, unit: &str) -> Label {
+    pub fn num(key: impl Into<Cow<'static, str>>, value: i64, unit: &str) -> Label {
         Label {
-            key: key.to_string(),
+            key: key.into(),
             value: LabelValue::Num {
                 value,
                 unit: unit.to_string(),
@@ -188,9 +190,9 @@ impl Label {
     }
 
     /// A string label.
-    pub fn str(key: &str, value: &str) -> Label {
+    pub fn str(key: impl Into<Cow<'static, str>>, value: &str) -> Label {
         Label {
-            key: key.to_string(),
+            key: key.into(),
             value: LabelValue::Str(value.to_string()),
         }
     }

@@ -611,7 +611,10 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
                     unit: string(l.num_unit, 2, i, "a label unit")?,
                 }
             };
-            labels.push(Label { key, value });
+            labels.push(Label {
+                key: key.into(),
+                value,
+            });
         }
         p.samples.push(Sample {
             locations,

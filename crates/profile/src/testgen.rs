@@ -122,7 +122,10 @@ pub fn any_profile() -> impl Strategy<Value = Profile> {
                         values,
                         labels: labels
                             .into_iter()
-                            .map(|(key, value)| Label { key, value })
+                            .map(|(key, value)| Label {
+                                key: key.into(),
+                                value,
+                            })
                             .collect(),
                     });
                 }

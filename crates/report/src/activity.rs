@@ -462,7 +462,7 @@ mod tests {
     use super::*;
     use cpuprof_profile::{Label, ProfileBuilder, Sample, ValueType};
 
-    fn num(key: &str, value: i64) -> Label {
+    fn num(key: &'static str, value: i64) -> Label {
         Label::num(key, value, "")
     }
 

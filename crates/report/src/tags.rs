@@ -128,7 +128,7 @@ impl TagFilter {
                 }
                 // Go scales through the key (`bytes=1kb:`); a label's own
                 // unit comes first here.
-                let unit = if unit.is_empty() { &l.key } else { unit };
+                let unit = if unit.is_empty() { &*l.key } else { unit };
                 range.contains(*value, unit)
             }),
             Matcher::Regexes(regexes) => match &self.key {
@@ -237,7 +237,7 @@ pub fn num_label_units(profile: &Profile) -> FxHashMap<String, String> {
     for sample in &profile.samples {
         for label in &sample.labels {
             if let LabelValue::Num { unit, .. } = &label.value {
-                let entry = units.entry(label.key.clone()).or_default();
+                let entry = units.entry(label.key.to_string()).or_default();
                 if entry.is_empty() {
                     entry.clone_from(unit);
                 }
@@ -275,7 +275,7 @@ impl LabelFormat {
         match &label.value {
             LabelValue::Str(s) => s.clone(),
             LabelValue::Num { value, .. } => {
-                let unit = self.units.get(&label.key).map_or("", String::as_str);
+                let unit = self.units.get(&*label.key).map_or("", String::as_str);
                 scaled_label(*value, unit, "auto")
             }
         }
@@ -373,7 +373,7 @@ pub fn trace_lines(labels: &[Label], format: &LabelFormat, options: &TagOptions)
         let value = format.value(label);
         match group.iter_mut().find(|(k, _)| *k == label.key) {
             Some((_, values)) => values.push(value),
-            None => group.push((label.key.clone(), vec![value])),
+            None => group.push((label.key.to_string(), vec![value])),
         }
     }
     let mut text = String::new();
@@ -395,14 +395,14 @@ mod tests {
 
     fn s(key: &str, value: &str) -> Label {
         Label {
-            key: key.to_string(),
+            key: key.to_string().into(),
             value: LabelValue::Str(value.to_string()),
         }
     }
 
     fn n(key: &str, value: i64, unit: &str) -> Label {
         Label {
-            key: key.to_string(),
+            key: key.to_string().into(),
             value: LabelValue::Num {
                 value,
                 unit: unit.to_string(),

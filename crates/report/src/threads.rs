@@ -78,7 +78,7 @@ pub fn thread_of(sample: &Sample) -> SampleThread<'_> {
     let mut id_rank = THREAD_ID_KEYS.len();
     let mut name_rank = THREAD_NAME_KEYS.len();
     for label in &sample.labels {
-        let key = label.key.as_str();
+        let key = &*label.key;
         if key == "pid" {
             thread.pid = thread.pid.or_else(|| number(&label.value));
             continue;
@@ -244,11 +244,11 @@ mod tests {
     use super::*;
     use cpuprof_profile::Label;
 
-    fn num(key: &str, value: i64) -> Label {
+    fn num(key: &'static str, value: i64) -> Label {
         Label::num(key, value, "")
     }
 
-    fn text(key: &str, value: &str) -> Label {
+    fn text(key: &'static str, value: &str) -> Label {
         Label {
             key: key.into(),
             value: LabelValue::Str(value.into()),

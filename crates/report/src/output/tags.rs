@@ -21,7 +21,7 @@ pub fn write(out: &mut dyn Write, stacks: &Stacks, options: &TagOptions) -> io::
             if !options.shows(&label.key) {
                 continue;
             }
-            let values = keys.entry(label.key.clone()).or_default();
+            let values = keys.entry(label.key.to_string()).or_default();
             *values.entry(format.value(label)).or_insert(0) += value;
         }
     }
