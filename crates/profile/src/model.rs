@@ -334,39 +334,41 @@ impl Profile {
     /// others are kept as they are, unhashed (for a reader that knows which
     /// samples alone can be identical).
     pub fn merge_samples_where(&mut self, candidate: impl Fn(&Sample) -> bool) {
+        // Where each sample goes: None for a first occurrence (kept),
+        // else the index of the earlier sample it is summed into.
         let mut index: FxHashMap<(&[LocationId], &[Label]), usize> = FxHashMap::default();
-        let mut merged: Vec<Sample> = Vec::with_capacity(self.samples.len());
-        let mut target = Vec::with_capacity(self.samples.len());
-        for sample in &self.samples {
-            if !candidate(sample) {
-                target.push(None);
-                continue;
-            }
-            match index.entry((&sample.locations, &sample.labels)) {
-                Entry::Occupied(e) => target.push(Some(*e.get())),
-                Entry::Vacant(e) => {
-                    e.insert(target.len());
-                    target.push(None);
-                }
-            }
-        }
-        drop(index);
-        let mut slot_of = vec![usize::MAX; self.samples.len()];
-        for (i, sample) in std::mem::take(&mut self.samples).into_iter().enumerate() {
-            match target[i] {
-                None => {
-                    slot_of[i] = merged.len();
-                    merged.push(sample);
-                }
-                Some(first) => {
-                    let into = &mut merged[slot_of[first]];
-                    for (a, b) in into.values.iter_mut().zip(&sample.values) {
-                        *a = a.saturating_add(*b);
+        let mut target: Vec<Option<usize>> = Vec::with_capacity(self.samples.len());
+        for (i, sample) in self.samples.iter().enumerate() {
+            let first = if candidate(sample) {
+                match index.entry((&sample.locations, &sample.labels)) {
+                    Entry::Occupied(e) => Some(*e.get()),
+                    Entry::Vacant(e) => {
+                        e.insert(i);
+                        None
                     }
                 }
+            } else {
+                None
+            };
+            target.push(first);
+        }
+        drop(index);
+        // In place: sum into the first occurrences, then drop the others.
+        let mut merged_any = false;
+        for (i, first) in target.iter().enumerate() {
+            if let Some(first) = *first {
+                merged_any = true;
+                let (before, from) = self.samples.split_at_mut(i);
+                for (a, b) in before[first].values.iter_mut().zip(&from[0].values) {
+                    *a = a.saturating_add(*b);
+                }
             }
         }
-        self.samples = merged;
+        if merged_any {
+            let mut next = target.iter();
+            self.samples
+                .retain(|_| next.next().is_some_and(|first| first.is_none()));
+        }
     }
 
     /// Multiplies every sample value by `factor` (−1 turns a base profile
