@@ -26,7 +26,7 @@ fuzz_target!(|data: &[u8]| {
                     key: key.to_string().into(),
                     value: LabelValue::Num {
                         value,
-                        unit: unit.to_string(),
+                        unit: unit.to_string().into(),
                     },
                 });
             }

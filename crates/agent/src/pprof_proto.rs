@@ -623,7 +623,7 @@ mod tests {
                         .find(|l| l.key == "timestamp_ns")
                         .map(|l| match &l.value {
                             cpuprof_profile::LabelValue::Num { value, unit } => {
-                                (*value, unit.clone())
+                                (*value, unit.to_string())
                             }
                             other => panic!("{other:?}"),
                         });

@@ -24,7 +24,7 @@ fn timestamp(sample: &Sample) -> Option<(i64, &str)> {
         .iter()
         .find(|l| l.key == "timestamp_ns")
         .map(|l| match &l.value {
-            LabelValue::Num { value, unit } => (*value, unit.as_str()),
+            LabelValue::Num { value, unit } => (*value, &**unit),
             other => panic!("timestamp_ns is not a number: {other:?}"),
         })
 }

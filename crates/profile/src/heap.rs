@@ -269,7 +269,7 @@ fn parse_sample(line: &TextLine, header: &Header) -> Result<RawSample, ParseErro
             key: "bytes".into(),
             value: LabelValue::Num {
                 value: block_size,
-                unit: "bytes".to_string(),
+                unit: "bytes".into(),
             },
         }],
     })

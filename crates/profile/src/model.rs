@@ -162,8 +162,9 @@ pub enum LabelValue {
     Num {
         /// The number.
         value: i64,
-        /// Its unit, empty if none.
-        unit: String,
+        /// Its unit, empty if none (borrowed when it is a constant, as
+        /// [`Label::key`]).
+        unit: Cow<'static, str>,
     },
 }
 
@@ -179,12 +180,16 @@ pub struct Label {
 
 impl Label {
     /// A numeric label, `unit` empty for none.
-    pub fn num(key: impl Into<Cow<'static, str>>, value: i64, unit: &str) -> Label {
+    pub fn num(
+        key: impl Into<Cow<'static, str>>,
+        value: i64,
+        unit: impl Into<Cow<'static, str>>,
+    ) -> Label {
         Label {
             key: key.into(),
             value: LabelValue::Num {
                 value,
-                unit: unit.to_string(),
+                unit: unit.into(),
             },
         }
     }

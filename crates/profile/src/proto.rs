@@ -608,7 +608,7 @@ fn from_wire(w: wire::Profile, at: &FieldOffsets) -> Result<Profile, (usize, Str
             } else {
                 LabelValue::Num {
                     value: l.num,
-                    unit: string(l.num_unit, 2, i, "a label unit")?,
+                    unit: string(l.num_unit, 2, i, "a label unit")?.into(),
                 }
             };
             labels.push(Label {

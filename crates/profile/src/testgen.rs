@@ -50,8 +50,10 @@ pub fn any_profile() -> impl Strategy<Value = Profile> {
                         name(),
                         prop_oneof![
                             name().prop_map(LabelValue::Str),
-                            (any::<i64>(), name())
-                                .prop_map(|(value, unit)| LabelValue::Num { value, unit })
+                            (any::<i64>(), name()).prop_map(|(value, unit)| LabelValue::Num {
+                                value,
+                                unit: unit.into()
+                            })
                         ],
                     ),
                     0..2,

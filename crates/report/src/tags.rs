@@ -239,7 +239,7 @@ pub fn num_label_units(profile: &Profile) -> FxHashMap<String, String> {
             if let LabelValue::Num { unit, .. } = &label.value {
                 let entry = units.entry(label.key.to_string()).or_default();
                 if entry.is_empty() {
-                    entry.clone_from(unit);
+                    entry.push_str(unit);
                 }
             }
         }
@@ -405,7 +405,7 @@ mod tests {
             key: key.to_string().into(),
             value: LabelValue::Num {
                 value,
-                unit: unit.to_string(),
+                unit: unit.to_string().into(),
             },
         }
     }
