@@ -41,10 +41,10 @@ pub fn prefetch_kernel_symbols() {
 
 /// The running kernel's symbols, read once; None when `/proc/kallsyms`
 /// cannot be read or hides its addresses (kptr_restrict).
-fn kallsyms() -> Option<Arc<Symbols>> {
-    static KALLSYMS: OnceLock<Option<Arc<Symbols>>> = OnceLock::new();
+fn kallsyms() -> Option<Arc<KernelSymbols>> {
+    static KALLSYMS: OnceLock<Option<Arc<KernelSymbols>>> = OnceLock::new();
     KALLSYMS
-        .get_or_init(|| parse_kallsyms(&read_kallsyms()?))
+        .get_or_init(|| parse_kallsyms(read_kallsyms()?).map(Arc::new))
         .clone()
 }
 
@@ -60,12 +60,41 @@ fn read_kallsyms() -> Option<Vec<u8>> {
     Some(text)
 }
 
+/// The kernel's code symbols: the text of kallsyms kept as it was read,
+/// and per symbol its address and where its name lies in the text,
+/// sorted by address (a kernel has some 200,000: a `String` each took
+/// twice the memory and as many allocations).
+struct KernelSymbols {
+    text: Vec<u8>,
+    /// (address, name start, name length).
+    symbols: Vec<(u64, u32, u32)>,
+}
+
+impl KernelSymbols {
+    /// The name of the symbol at or before `address`.
+    fn lookup(&self, address: u64) -> Option<&str> {
+        let i = self.symbols.partition_point(|s| s.0 <= address);
+        self.name(i.checked_sub(1)?)
+    }
+
+    fn name(&self, i: usize) -> Option<&str> {
+        let &(_, start, len) = self.symbols.get(i)?;
+        let bytes = self.text.get(start as usize..(start + len) as usize)?;
+        std::str::from_utf8(bytes).ok()
+    }
+}
+
 /// The code symbols (`t`, `T`, `w`, `W`) of kallsyms' lines, `ADDRESS
-/// KIND NAME[\t[MODULE]]`, sorted by address; None without any (or when
-/// every address reads 0: kptr_restrict hides them).
-fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
-    let mut symbols: Symbols = Vec::with_capacity(text.len() / 64);
+/// KIND NAME[\t[MODULE]]`; None without any (or when every address reads
+/// 0: kptr_restrict hides them).
+fn parse_kallsyms(text: Vec<u8>) -> Option<KernelSymbols> {
+    let mut symbols: Vec<(u64, u32, u32)> = Vec::with_capacity(text.len() / 64);
+    // Names are found by u32 offsets: a text beyond 4 GB is no kallsyms.
+    u32::try_from(text.len()).ok()?;
+    let mut at = 0usize;
     for line in text.split(|&b| b == b'\n') {
+        let line_start = at;
+        at += line.len() + 1;
         let Some(space) = line.iter().position(|&b| b == b' ') else {
             continue;
         };
@@ -82,12 +111,14 @@ fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
             continue;
         };
         let rest = &line[space + 3..];
-        let name = match rest.iter().position(|&b| b == b'\t' || b == b' ') {
-            Some(end) => &rest[..end],
-            None => rest,
-        };
-        if address != 0 && !name.is_empty() {
-            symbols.push((address, 0, String::from_utf8_lossy(name).into_owned()));
+        let len = rest
+            .iter()
+            .position(|&b| b == b'\t' || b == b' ')
+            .unwrap_or(rest.len());
+        // (A name that is not UTF-8 stays, and names nothing: its
+        // addresses are not the previous symbol's.)
+        if address != 0 && len > 0 {
+            symbols.push((address, (line_start + space + 3) as u32, len as u32));
         }
     }
     if symbols.is_empty() {
@@ -96,7 +127,7 @@ fn parse_kallsyms(text: &[u8]) -> Option<Arc<Symbols>> {
     // Stable: of aliases at one address, the last listed names it, as
     // before.
     symbols.sort_by_key(|s| s.0);
-    Some(Arc::new(symbols))
+    Some(KernelSymbols { text, symbols })
 }
 
 /// The running kernel's build id, from `/sys/kernel/notes`.
@@ -216,7 +247,7 @@ pub(crate) fn name_special(
     };
     let mut functions: FxHashMap<String, FunctionId> = FxHashMap::default();
     let mut maps: FxHashMap<String, Option<Symbols>> = FxHashMap::default();
-    let mut kernel: Option<Option<Arc<Symbols>>> = None;
+    let mut kernel: Option<Option<Arc<KernelSymbols>>> = None;
     let count = profile.mappings.len();
     for (t, slot) in pending.iter_mut().enumerate().take(count) {
         if slot.is_empty() || !is_special(&profile.mappings[t].path) {
@@ -245,7 +276,7 @@ pub(crate) fn name_special(
                 let address = profile.locations[loc].address;
                 let name = symbols
                     .as_deref()
-                    .and_then(|s| lookup(s, address))
+                    .and_then(|s| s.lookup(address))
                     .unwrap_or(KERNEL_MAPPING)
                     .to_string();
                 let function = intern(profile, &name);
@@ -300,6 +331,13 @@ pub(crate) fn name_special(
 mod tests {
     use super::*;
 
+    /// The symbols as (address, 0, name), as [`by_fields`] gives them.
+    fn listed(k: &KernelSymbols) -> Symbols {
+        (0..k.symbols.len())
+            .map(|i| (k.symbols[i].0, 0, k.name(i).unwrap().to_string()))
+            .collect()
+    }
+
     /// kallsyms' lines read as whitespace-separated fields, the plain way.
     fn by_fields(text: &str) -> Symbols {
         let mut symbols: Symbols = text
@@ -326,7 +364,7 @@ mod tests {
                     ffffffff81001000 W weak_one\n\
                     not a line\n\
                     ffffffffzz000000 T bad_address\n";
-        let symbols = parse_kallsyms(text.as_bytes()).unwrap();
+        let symbols = listed(&parse_kallsyms(text.as_bytes().to_vec()).unwrap());
         let names: Vec<(u64, &str)> = symbols.iter().map(|s| (s.0, s.2.as_str())).collect();
         assert_eq!(
             names,
@@ -337,14 +375,14 @@ mod tests {
                 (0xffffffffc0a01000, "helper")
             ]
         );
-        assert_eq!(*symbols, by_fields(text));
+        assert_eq!(symbols, by_fields(text));
         // Hidden addresses (kptr_restrict): nothing.
-        assert!(parse_kallsyms(b"0000000000000000 T _text\n").is_none());
+        assert!(parse_kallsyms(b"0000000000000000 T _text\n".to_vec()).is_none());
         // This machine's, when readable: what the plain reading gives.
         if let Some(text) = read_kallsyms() {
             let plain = by_fields(&String::from_utf8_lossy(&text));
-            match parse_kallsyms(&text) {
-                Some(ours) => assert!(*ours == plain, "{} vs {} symbols", ours.len(), plain.len()),
+            match parse_kallsyms(text).as_ref().map(listed) {
+                Some(ours) => assert!(ours == plain, "{} vs {} symbols", ours.len(), plain.len()),
                 None => assert!(plain.is_empty()),
             }
         }
