@@ -12,6 +12,7 @@
 
 use std::io::{self, Write};
 
+use hashbrown::HashTable;
 use rayon::prelude::*;
 use rustc_hash::FxHashMap;
 
@@ -155,42 +156,29 @@ struct DistinctStack<'a> {
     count: u64,
 }
 
-/// A hash-map key whose hash was computed beforehand (in parallel).
-#[derive(Clone, Copy)]
-struct Hashed<'a>(u64, &'a [u8]);
-
-impl PartialEq for Hashed<'_> {
-    fn eq(&self, other: &Self) -> bool {
-        self.0 == other.0 && self.1 == other.1
-    }
-}
-impl Eq for Hashed<'_> {}
-impl std::hash::Hash for Hashed<'_> {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        state.write_u64(self.0);
-    }
-}
-
-/// Passes a precomputed hash through.
-#[derive(Default)]
-struct PassThrough(u64);
-
-impl std::hash::Hasher for PassThrough {
-    fn finish(&self) -> u64 {
-        self.0
-    }
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.0 = self.0.rotate_left(8) ^ b as u64;
+/// Adds `d` to the distinct stacks `out`, indexed by `table` (which holds
+/// indexes into `out`: 4 bytes a stack, where a map keyed by the stack took
+/// 32): summed into an equal one, else appended.
+fn add_distinct<'a>(
+    table: &mut HashTable<u32>,
+    out: &mut Vec<DistinctStack<'a>>,
+    d: DistinctStack<'a>,
+) {
+    let same = |&i: &u32| {
+        let x = &out[i as usize];
+        x.hash == d.hash && x.pcs == d.pcs
+    };
+    match table.find(d.hash, same) {
+        Some(&i) => {
+            let x = &mut out[i as usize];
+            x.count = x.count.saturating_add(d.count);
+        }
+        None => {
+            table.insert_unique(d.hash, out.len() as u32, |&i| out[i as usize].hash);
+            out.push(d);
         }
     }
-    fn write_u64(&mut self, v: u64) {
-        self.0 = v;
-    }
 }
-
-type PassThroughMap<K, V> =
-    std::collections::HashMap<K, V, std::hash::BuildHasherDefault<PassThrough>>;
 
 /// Contiguous chunks of `n` items for the worker threads, in order.
 fn chunks(n: usize) -> Vec<std::ops::Range<usize>> {
@@ -215,7 +203,7 @@ fn distinct_stacks<'a>(
     let per_chunk: Vec<Vec<DistinctStack<'a>>> = chunks(records.len())
         .into_par_iter()
         .map(|range| {
-            let mut index: PassThroughMap<Hashed<'a>, usize> = PassThroughMap::default();
+            let mut table: HashTable<u32> = HashTable::new();
             let mut out: Vec<DistinctStack<'a>> = Vec::new();
             let start = records[range.start].pcs;
             let last = &records[range.end - 1];
@@ -225,20 +213,12 @@ fn distinct_stacks<'a>(
                 let mut h = rustc_hash::FxHasher::default();
                 std::hash::Hasher::write(&mut h, pcs);
                 let hash = std::hash::Hasher::finish(&h);
-                match index.entry(Hashed(hash, pcs)) {
-                    std::collections::hash_map::Entry::Occupied(e) => {
-                        let d = &mut out[*e.get()];
-                        d.count = d.count.saturating_add(r.count);
-                    }
-                    std::collections::hash_map::Entry::Vacant(e) => {
-                        e.insert(out.len());
-                        out.push(DistinctStack {
-                            pcs,
-                            hash,
-                            count: r.count,
-                        });
-                    }
-                }
+                let d = DistinctStack {
+                    pcs,
+                    hash,
+                    count: r.count,
+                };
+                add_distinct(&mut table, &mut out, d);
             }
             release(&data[start..end]);
             out
@@ -247,18 +227,12 @@ fn distinct_stacks<'a>(
     if per_chunk.len() == 1 {
         return per_chunk.into_iter().next().unwrap_or_default();
     }
-    let mut index: PassThroughMap<Hashed<'a>, usize> = PassThroughMap::default();
-    let mut all: Vec<DistinctStack<'a>> = Vec::new();
-    for d in per_chunk.into_iter().flatten() {
-        match index.entry(Hashed(d.hash, d.pcs)) {
-            std::collections::hash_map::Entry::Occupied(e) => {
-                let x = &mut all[*e.get()];
-                x.count = x.count.saturating_add(d.count);
-            }
-            std::collections::hash_map::Entry::Vacant(e) => {
-                e.insert(all.len());
-                all.push(d);
-            }
+    let total: usize = per_chunk.iter().map(Vec::len).sum();
+    let mut table: HashTable<u32> = HashTable::with_capacity(total);
+    let mut all: Vec<DistinctStack<'a>> = Vec::with_capacity(total);
+    for chunk in per_chunk {
+        for d in chunk {
+            add_distinct(&mut table, &mut all, d);
         }
     }
     all
@@ -502,6 +476,13 @@ fn read_records(
         pos += (2 + n as usize) * s;
     }
 
+    // Distinct stacks are counted in u32s.
+    if u32::try_from(records.len()).is_err() {
+        return Err(err(
+            records_start,
+            format!("{} records: expected at most {}", records.len(), u32::MAX),
+        ));
+    }
     let mut builder = ProfileBuilder::new(cpu_sample_types());
     builder.profile.mappings = parse_mapped_objects(data, pos)?;
     builder.profile.sort_mappings();
