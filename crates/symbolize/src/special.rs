@@ -389,6 +389,18 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_symbol_whose_name_is_not_utf8_names_nothing() {
+        let text =
+            b"ffffffff81000000 T good\nffffffff81000100 t bad\xff\nffffffff81000200 T after\n";
+        let symbols = parse_kallsyms(text.to_vec()).unwrap();
+        assert_eq!(symbols.lookup(0xffffffff81000050), Some("good"));
+        // Not `good`: the addresses are the unreadable symbol's.
+        assert_eq!(symbols.lookup(0xffffffff81000150), None);
+        assert_eq!(symbols.lookup(0xffffffff81000250), Some("after"));
+        assert_eq!(symbols.lookup(0xffffffff80000000), None);
+    }
+
+    #[test]
     fn perf_map_paths() {
         assert!(is_perf_map("/tmp/perf-123.map"));
         assert!(!is_perf_map("/tmp/perf-.map"));
