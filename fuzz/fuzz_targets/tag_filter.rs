@@ -3,7 +3,7 @@
 //! panic; a filter matches any labels without panicking, and the
 //! settings table's check agrees with the parser.
 #![no_main]
-use cpuprof_profile::{Label, LabelValue};
+use cpuprof_profile::Label;
 use cpuprof_report::measure::scaled_label;
 use cpuprof_report::tags::{parse_keys, TagFilter, TagOptions};
 use libfuzzer_sys::fuzz_target;
@@ -22,19 +22,10 @@ fuzz_target!(|data: &[u8]| {
                 let (number, unit) = rest.split_once('#').unwrap_or((rest, ""));
                 let value: i64 = number.parse().ok()?;
                 let _ = scaled_label(value, unit, "auto");
-                return Some(Label {
-                    key: key.to_string().into(),
-                    value: LabelValue::Num {
-                        value,
-                        unit: unit.to_string().into(),
-                    },
-                });
+                return Some(Label::num(key.to_string(), value, unit.to_string()));
             }
             let (key, value) = l.split_once('=')?;
-            Some(Label {
-                key: key.to_string().into(),
-                value: LabelValue::Str(value.to_string()),
-            })
+            Some(Label::str(key.to_string(), value))
         })
         .collect();
     let parsed = TagFilter::parse("tagfocus", filter);

@@ -36,7 +36,7 @@
 
 use crate::error::ParseError;
 use crate::legacy::{self, RawSample, StacksEnd, TextLine};
-use crate::model::{Label, LabelValue, Profile, ValueType};
+use crate::model::{Label, Profile, ValueType};
 
 /// The format's name in messages.
 pub const FORMAT: &str = "heap profile";
@@ -265,19 +265,14 @@ fn parse_sample(line: &TextLine, header: &Header) -> Result<RawSample, ParseErro
     Ok(RawSample {
         stack,
         values,
-        labels: vec![Label {
-            key: "bytes".into(),
-            value: LabelValue::Num {
-                value: block_size,
-                unit: "bytes".into(),
-            },
-        }],
+        labels: vec![Label::num("bytes", block_size, "bytes")],
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::LabelValue;
 
     const TCMALLOC: &str = "heap profile:   4100: 30408704 [  4263: 201326592] @ heapprofile
      3: 25165824 [     3: 25165824] @ 0x56208dc3a171 0x56208dc3a219 0x7f6c7564524a

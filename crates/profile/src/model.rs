@@ -359,17 +359,15 @@ impl Profile {
         }
         drop(index);
         // In place: sum into the first occurrences, then drop the others.
-        let mut merged_any = false;
         for (i, first) in target.iter().enumerate() {
             if let Some(first) = *first {
-                merged_any = true;
                 let (before, from) = self.samples.split_at_mut(i);
                 for (a, b) in before[first].values.iter_mut().zip(&from[0].values) {
                     *a = a.saturating_add(*b);
                 }
             }
         }
-        if merged_any {
+        if target.iter().any(Option::is_some) {
             let mut next = target.iter();
             self.samples
                 .retain(|_| next.next().is_some_and(|first| first.is_none()));

@@ -1084,11 +1084,11 @@ struct State<'u> {
     /// The samples of the batch the unwinding thread has, and where its
     /// first stack starts in the file.
     in_flight: Option<(Vec<Pending>, Option<usize>)>,
-    /// The (tid, time) of every sample so far. Two samples can have the
-    /// same labels (each carries both) only if they have the same pair.
-    seen: FxHashSet<(i32, Option<u64>)>,
+    /// The `tid` and `timestamp_ns` label values of every sample so far.
+    /// Two samples can have the same labels only if they have the same pair.
+    seen: FxHashSet<(i64, Option<i64>)>,
     /// The pairs seen more than once: only their samples may merge.
-    twice: FxHashSet<(i32, Option<u64>)>,
+    twice: FxHashSet<(i64, Option<i64>)>,
 }
 
 impl<'u> State<'u> {
@@ -1468,17 +1468,12 @@ impl<'u> State<'u> {
         if let Some(cpu) = s.cpu {
             labels.push(Label::num("cpu", i64::from(cpu), ""));
         }
-        // As the label has it.
-        let time = s.timestamp.map(|t| t.min(i64::MAX as u64));
-        if !self.seen.insert((tid, time)) {
-            self.twice.insert((tid, time));
+        let time = s.timestamp.map(|t| i64::try_from(t).unwrap_or(i64::MAX));
+        if let Some(time) = time {
+            labels.push(Label::num("timestamp_ns", time, "nanoseconds"));
         }
-        if let Some(time) = s.timestamp {
-            labels.push(Label::num(
-                "timestamp_ns",
-                i64::try_from(time).unwrap_or(i64::MAX),
-                "nanoseconds",
-            ));
+        if !self.seen.insert((i64::from(tid), time)) {
+            self.twice.insert((i64::from(tid), time));
         }
 
         // Callchain addresses, split by context.
@@ -1692,17 +1687,16 @@ impl<'u> State<'u> {
     }
 }
 
-/// A sample's `tid` and `timestamp_ns` labels, as [`State::sample`] set
-/// them.
-fn sample_tid_time(sample: &Sample) -> (i32, Option<u64>) {
+/// A sample's `tid` and `timestamp_ns` label values ([`State::sample`]
+/// gives every sample a `tid`).
+fn sample_tid_time(sample: &Sample) -> (i64, Option<i64>) {
     let num = |key: &str| {
         sample.labels.iter().find_map(|l| match &l.value {
             LabelValue::Num { value, .. } if l.key == key => Some(*value),
             _ => None,
         })
     };
-    let tid = num("tid").and_then(|t| i32::try_from(t).ok()).unwrap_or(-1);
-    (tid, num("timestamp_ns").map(|t| t as u64))
+    (num("tid").unwrap_or_default(), num("timestamp_ns"))
 }
 
 /// The name perf gives an event of this type, and the unit of its period.

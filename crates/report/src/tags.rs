@@ -237,9 +237,13 @@ pub fn num_label_units(profile: &Profile) -> FxHashMap<String, String> {
     for sample in &profile.samples {
         for label in &sample.labels {
             if let LabelValue::Num { unit, .. } = &label.value {
-                let entry = units.entry(label.key.to_string()).or_default();
-                if entry.is_empty() {
-                    entry.push_str(unit);
+                // The first unit given wins; a key is copied once.
+                match units.get_mut(&*label.key) {
+                    Some(known) if known.is_empty() => known.push_str(unit),
+                    Some(_) => {}
+                    None => {
+                        units.insert(label.key.to_string(), unit.to_string());
+                    }
                 }
             }
         }
@@ -364,7 +368,7 @@ pub fn parse_keys(text: &str) -> Vec<String> {
 /// shown key, `%10s:  values` (values joined by a space), string labels
 /// first, each group sorted by its lines.
 pub fn trace_lines(labels: &[Label], format: &LabelFormat, options: &TagOptions) -> String {
-    let mut groups: [Vec<(String, Vec<String>)>; 2] = [Vec::new(), Vec::new()];
+    let mut groups: [Vec<(&str, Vec<String>)>; 2] = [Vec::new(), Vec::new()];
     for label in labels {
         if !options.shows(&label.key) {
             continue;
@@ -373,7 +377,7 @@ pub fn trace_lines(labels: &[Label], format: &LabelFormat, options: &TagOptions)
         let value = format.value(label);
         match group.iter_mut().find(|(k, _)| *k == label.key) {
             Some((_, values)) => values.push(value),
-            None => group.push((label.key.to_string(), vec![value])),
+            None => group.push((&label.key, vec![value])),
         }
     }
     let mut text = String::new();
@@ -394,20 +398,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn s(key: &str, value: &str) -> Label {
-        Label {
-            key: key.to_string().into(),
-            value: LabelValue::Str(value.to_string()),
-        }
+        Label::str(key.to_string(), value)
     }
 
     fn n(key: &str, value: i64, unit: &str) -> Label {
-        Label {
-            key: key.to_string().into(),
-            value: LabelValue::Num {
-                value,
-                unit: unit.to_string().into(),
-            },
-        }
+        Label::num(key.to_string(), value, unit.to_string())
     }
 
     fn matches(filter: &str, labels: &[Label]) -> bool {

@@ -249,10 +249,7 @@ mod tests {
     }
 
     fn text(key: &'static str, value: &str) -> Label {
-        Label {
-            key: key.into(),
-            value: LabelValue::Str(value.into()),
-        }
+        Label::str(key, value)
     }
 
     fn sample(labels: Vec<Label>) -> Sample {

@@ -14,19 +14,19 @@ use crate::tags::{LabelFormat, TagOptions};
 /// lays it out (its tabwriter's right-aligned columns).
 pub fn write(out: &mut dyn Write, stacks: &Stacks, options: &TagOptions) -> io::Result<()> {
     let format = LabelFormat::new(stacks.profile());
-    let mut keys: FxHashMap<String, FxHashMap<String, i64>> = FxHashMap::default();
+    let mut keys: FxHashMap<&str, FxHashMap<String, i64>> = FxHashMap::default();
     for i in 0..stacks.len() {
         let value = stacks.value(i);
         for label in &stacks.sample(i).labels {
             if !options.shows(&label.key) {
                 continue;
             }
-            let values = keys.entry(label.key.to_string()).or_default();
+            let values = keys.entry(&label.key).or_default();
             *values.entry(format.value(label)).or_insert(0) += value;
         }
     }
-    let mut keys: Vec<(String, FxHashMap<String, i64>)> = keys.into_iter().collect();
-    keys.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut keys: Vec<(&str, FxHashMap<String, i64>)> = keys.into_iter().collect();
+    keys.sort_by(|a, b| a.0.cmp(b.0));
     let unit = stacks.sample_type.unit.as_str();
     let amount = |v: i64| {
         let (v, u) = scale(v, unit, "minimum");
